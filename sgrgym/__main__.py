@@ -1,0 +1,3 @@
+from sgrgym.cli import main
+
+raise SystemExit(main())

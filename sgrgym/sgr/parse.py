@@ -1,0 +1,281 @@
+"""Turn answer text into rows of raw field values.
+
+Reference answers (``oracle_answer``) are one string in the task's declared format: fields
+joined by the field separator, records by the record separator, no header. Predictions are
+whatever an agent wrote; the formats read are listed in :func:`parse_prediction`.
+A row is a tuple of raw field values; ``None`` marks a field the prediction did not give
+(a JSON object without that column).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from sgrgym.sgr.canon import clean_text
+
+Row = tuple[str | None, ...]
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+_FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*$", re.M)
+_RULE_CELL = re.compile(r"^:?-{1,}:?$")
+_JSON_CONTAINERS = ("rows", "answer", "data", "table", "results", "records")
+
+
+class ParseStatus(str, Enum):
+    ok = "ok"
+    empty = "empty"  # empty text or "NONE": zero rows, by definition
+    parse_failure = "parse_failure"  # text present but no rows could be read from it
+
+
+@dataclass(frozen=True)
+class ParsedAnswer:
+    rows: tuple[Row, ...]
+    status: ParseStatus
+    format: str  # which reader produced the rows (for diagnostics)
+
+
+def split_fields(line: str, sep: str) -> list[str]:
+    """Split ``line`` on ``sep``, honouring a backslash-escaped separator (``\\|``)."""
+    if "\\" + sep not in line:
+        return line.split(sep)
+    parts: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(line):
+        if line.startswith("\\" + sep, i):
+            current.append(sep)
+            i += 1 + len(sep)
+        elif line.startswith(sep, i):
+            parts.append("".join(current))
+            current = []
+            i += len(sep)
+        else:
+            current.append(line[i])
+            i += 1
+    parts.append("".join(current))
+    return parts
+
+
+def is_none_answer(text: str) -> bool:
+    """True when the whole answer says "no rows": empty, or NONE (any case, any decoration)."""
+    return clean_text(text).upper().rstrip(".") in ("", "NONE")
+
+
+def split_records(text: str, field_sep: str, record_sep: str, width: int) -> list[list[str]] | None:
+    """Split a one-string answer into ``width``-field records, or ``None`` when impossible.
+
+    A newline record separator splits on lines. Any other record separator may also occur
+    inside fields (``2160/3531|583,137|197`` with ``,``), so when a plain split does not give
+    rows of ``width`` fields the text is split on fields first and every ``width - 1``-th
+    field must hold exactly one record separator: the record boundary.
+    """
+    text = text.strip()
+    if record_sep == "\n":
+        return [split_fields(line.strip(), field_sep) for line in text.split("\n") if line.strip()]
+    plain = [split_fields(r.strip(), field_sep) for r in text.split(record_sep) if r.strip()]
+    if all(len(r) == width for r in plain):
+        return plain
+    if width < 2:
+        return None
+    tokens = split_fields(text, field_sep)
+    if (len(tokens) - 1) % (width - 1):
+        return None
+    n_rows = (len(tokens) - 1) // (width - 1)
+    rows: list[list[str]] = []
+    current = [tokens[0]]
+    for i in range(1, len(tokens)):
+        if i % (width - 1) == 0 and i // (width - 1) < n_rows:
+            parts = tokens[i].split(record_sep)
+            if len(parts) != 2:
+                return None
+            current.append(parts[0])
+            rows.append(current)
+            current = [parts[1]]
+        else:
+            current.append(tokens[i])
+    rows.append(current)
+    return rows
+
+
+def _trim(row: Sequence[str | None], width: int) -> Row:
+    """Drop empty cells at the edges of a row that is wider than the schema (formatting)."""
+    cells = [c.strip() if c is not None else None for c in row]
+    while len(cells) > width and cells[-1] == "":
+        cells.pop()
+    while len(cells) > width and cells[0] == "":
+        cells.pop(0)
+    return tuple(cells)
+
+
+def _is_header(cells: Sequence[str | None], columns: Sequence[str]) -> bool:
+    if len(cells) != len(columns):
+        return False
+    return all(
+        c is not None and clean_text(c).casefold() == col.casefold()
+        for c, col in zip(cells, columns, strict=True)
+    )
+
+
+def _json_scalar(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "; ".join(s for s in (_json_scalar(v) for v in value) if s is not None)
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _json_rows(data: Any, columns: Sequence[str]) -> list[Row] | None:
+    if isinstance(data, dict):
+        for key in _JSON_CONTAINERS:
+            if isinstance(data.get(key), list):
+                return _json_rows(data[key], columns)
+        data = [data]
+    if not isinstance(data, list):
+        return None
+    by_name = {c.casefold(): i for i, c in enumerate(columns)}
+    rows: list[Row] = []
+    for item in data:
+        if isinstance(item, list):
+            rows.append(tuple(_json_scalar(v) for v in item))
+        elif isinstance(item, dict):
+            cells: list[str | None] = [None] * len(columns)
+            extra: list[str | None] = []
+            for key, value in item.items():
+                index = by_name.get(clean_text(str(key)).casefold())
+                if index is None:
+                    extra.append(_json_scalar(value))
+                else:
+                    cells[index] = _json_scalar(value)
+            rows.append(tuple(cells + extra))
+        elif len(columns) == 1 and not isinstance(item, dict):
+            rows.append((_json_scalar(item),))
+        else:
+            return None
+    return rows
+
+
+def _read_json(text: str, columns: Sequence[str]) -> list[Row] | None:
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "[{":
+        return None
+    try:
+        return _json_rows(json.loads(stripped), columns)
+    except (json.JSONDecodeError, RecursionError):
+        pass
+    rows: list[Row] = []
+    for line in stripped.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            part = _json_rows(json.loads(line), columns)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if part is None:
+            return None
+        rows.extend(part)
+    return rows
+
+
+def _is_markdown_row(line: str) -> bool:
+    return len(line) >= 2 and line[0] == "|" == line[-1]
+
+
+def _read_pipes(lines: list[str], sep: str, record_sep: str, width: int) -> list[Row]:
+    raw: list[list[str]] = []
+    for line in lines:
+        stripped = line.strip()
+        if _is_markdown_row(stripped):
+            # A Markdown table row: one pipe at each end.
+            stripped = stripped[1:-1]
+            if stripped.endswith("\\"):  # "\|" at the end was an escaped pipe, keep it
+                stripped += "|"
+        cells = split_fields(stripped, sep)
+        if len(cells) > width and record_sep != "\n" and record_sep in stripped:
+            records = split_records(stripped, sep, record_sep, width)
+            if records is not None and len(records) > 1:
+                raw.extend(records)
+                continue
+        raw.append(cells)
+    rows: list[Row] = []
+    for i, cells in enumerate(raw):
+        stripped_cells = [c.strip() for c in cells]
+        if (
+            stripped_cells
+            and all(_RULE_CELL.match(c) for c in stripped_cells if c)
+            and any(stripped_cells)
+        ):
+            continue  # a Markdown "---" rule row
+        following = raw[i + 1] if i + 1 < len(raw) else None
+        if (
+            following is not None
+            and all(_RULE_CELL.match(c.strip()) for c in following if c.strip())
+            and any(c.strip() for c in following)
+        ):
+            continue  # the row above a rule row is a Markdown header
+        rows.append(_trim(cells, width))
+    return rows
+
+
+def parse_prediction(
+    text: str, columns: Sequence[str], field_sep: str = "|", record_sep: str = "\n"
+) -> ParsedAnswer:
+    """Read an agent's raw answer into rows under the task's ``columns``.
+
+    Formats read, in this order: empty text or ``NONE`` (zero rows); the contents of fenced
+    code blocks when there are any; JSON (an array of arrays or of objects keyed by column
+    name, an object holding such an array under ``rows``/``answer``/``data``/``table``/
+    ``results``/``records``, or JSON lines); lines holding the field separator (raw pipe
+    lines, Markdown tables with or without header and ``---`` rows, or the reference's own
+    one-string format); TSV; CSV after a header row equal to the schema; for one-column tasks,
+    one value per line. Header rows equal to the schema (case-insensitive) are dropped.
+    Text that yields no row is a parse failure.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if is_none_answer(text):
+        return ParsedAnswer((), ParseStatus.empty, "none")
+    width = len(columns)
+    blocks = [m.group(2) for m in _FENCE.finditer(text)]
+    body = "\n".join(blocks) if blocks else _FENCE_LINE.sub("", text)
+    if blocks and is_none_answer(body):
+        return ParsedAnswer((), ParseStatus.empty, "none")
+
+    rows: list[Row] | None = _read_json(body, columns)
+    fmt = "json"
+    lines = [line for line in body.split("\n") if line.strip()]
+    if rows is None:
+        markdown = [line for line in lines if _is_markdown_row(line.strip())]
+        sep_lines = [line for line in lines if field_sep in line]
+        if markdown:
+            rows, fmt = _read_pipes(markdown, "|", record_sep, width), "markdown"
+        elif sep_lines and (width > 1 or len(sep_lines) == len(lines)):
+            rows, fmt = _read_pipes(sep_lines, field_sep, record_sep, width), "separated"
+        elif any("\t" in line for line in lines):
+            rows = [_trim(line.split("\t"), width) for line in lines if "\t" in line]
+            fmt = "tsv"
+        elif lines and _is_header(next(csv.reader([lines[0]])), columns) and width > 1:
+            rows = [_trim(cells, width) for cells in csv.reader(lines[1:]) if cells]
+            fmt = "csv"
+        elif width == 1:
+            if len(lines) == 1 and record_sep != "\n":
+                rows = [(r,) for r in lines[0].split(record_sep) if r.strip()]
+            else:
+                rows = [(line.strip(),) for line in lines]
+            fmt = "lines"
+    if rows is None:
+        return ParsedAnswer((), ParseStatus.parse_failure, "none")
+    rows = [r for r in rows if not _is_header(r, columns)]
+    if not rows:
+        return ParsedAnswer((), ParseStatus.parse_failure, fmt)
+    return ParsedAnswer(tuple(rows), ParseStatus.ok, fmt)
