@@ -9,3 +9,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 # Property tests are derandomized so that every run (and CI) explores the same examples.
 settings.register_profile("default", derandomize=True, deadline=None, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+import pytest  # noqa: E402
+
+from sgrgym.runs.netguard import loopback_only  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _offline():
+    """Every test runs under the network guard: a non-loopback connect fails the test."""
+    with loopback_only():
+        yield

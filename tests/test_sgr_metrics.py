@@ -103,7 +103,9 @@ def test_typed_fields_compare_canonically(tmp_path: Path) -> None:
     }
     gold = "a|1,200|P1; P2\nb|3|Q9"
     task = load_one(tmp_path, task_record(answer=gold, fields=fields))
-    s = score_answer(task, "| name | count | tag |\n|--|--|--|\n| **a** | 1200 | p2,p1 |\n| b | 3 | q9 |")
+    s = score_answer(
+        task, "| name | count | tag |\n|--|--|--|\n| **a** | 1200 | p2,p1 |\n| b | 3 | q9 |"
+    )
     assert (s.item_f1, s.row_f1, s.poa) == (1.0, 1.0, 1.0)
     # No undeclared fuzziness: the name column is a plain case-sensitive string.
     s = score_answer(task, "A|1200|P1;P2\nb|3|Q9")

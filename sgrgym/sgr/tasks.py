@@ -258,6 +258,22 @@ def _build(task: SgrTask, source: str, line: int, override: Sequence[str] | None
     return ScoringTask(task, source, line, columns, canons, key, rule, gold_rows, gold_canon)
 
 
+def build_task(
+    record: dict[str, Any], source: str = "<memory>", row_key: Sequence[str] | None = None
+) -> ScoringTask:
+    """Validate one task record held in memory (the same checks as :func:`load_tasks`)."""
+    task_id = record.get("task_id", "?")
+    try:
+        task = SgrTask.model_validate(record)
+        return _build(task, source, 0, row_key)
+    except ValidationError as exc:
+        raise TaskFileError(
+            [f"{source}: task {task_id}: {m}" for m in _format_validation(exc)]
+        ) from None
+    except ValueError as exc:
+        raise TaskFileError([f"{source}: task {task_id}: field {exc}"]) from None
+
+
 def _format_validation(error: ValidationError) -> list[str]:
     out = []
     for e in error.errors():
@@ -353,7 +369,8 @@ def load_tasks(
                 problems.append(f"{prefix}: field {exc}")
         if count == 0:
             problems.append(f"{path}: no task records (empty file)")
-    unknown = sorted(k for k in row_keys if k not in where)
+    known = set(where) | {t.task.pair_id for t in tasks}
+    unknown = sorted(k for k in row_keys if k not in known)
     if unknown:
         problems.append(f"--row-keys names task ids not in the task files: {unknown}")
     if problems:

@@ -1,0 +1,143 @@
+"""Loading published and typed task files; row-key rules; errors that name the problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sgr_helpers import load_one, task_record, write_jsonl
+
+from sgrgym.errors import TaskFileError, UserError
+from sgrgym.sgr.tasks import load_row_keys, load_tasks
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "tasks" / "examples"
+
+
+def test_example_files_load_as_pairs() -> None:
+    tasks = load_tasks([EXAMPLES / "constraint.jsonl", EXAMPLES / "goal.jsonl"])
+    assert [t.variant for t in tasks] == ["CG"] * 3 + ["GO"] * 3
+    assert {t.task.pair_id for t in tasks} == {"elements_001", "states_001", "python_001"}
+    by_id = {t.task_id: t for t in tasks}
+    assert by_id["elements_001"].key_rule == "normalization.dedup_key"
+    assert by_id["elements_001"].key_names == ["symbol"]
+    assert by_id["python_001"].gold_rows[2] == ("3.10", "2021-10-04", "619")
+    assert by_id["python_001"].task.metadata.inter_chain is True  # JSON-encoded metadata
+
+
+@pytest.mark.parametrize("encode", [False, True])
+def test_metadata_and_rubric_as_objects_or_json_strings(tmp_path: Path, encode: bool) -> None:
+    task = load_one(tmp_path, task_record(encode=encode, typed=False))
+    assert task.columns == ("name", "count", "tag")
+    assert task.task.metadata.dependency_type == "Control"
+
+
+def test_legacy_separators_and_text_schema(tmp_path: Path) -> None:
+    record = task_record(answer="a|1|x;b|2|y", typed=False, record_separator=";")
+    record["rubric"]["normalization"]["schema"] = "name | count | tag"
+    task = load_one(tmp_path, record)
+    assert task.columns == ("name", "count", "tag")
+    assert task.gold_rows == (("a", "1", "x"), ("b", "2", "y"))
+
+
+def test_escaped_newline_record_separator(tmp_path: Path) -> None:
+    record = task_record(typed=False)
+    record["rubric"]["normalization"]["record_separator"] = "\\n"
+    assert len(load_one(tmp_path, record).gold_rows) == 3
+
+
+def test_row_key_rules(tmp_path: Path) -> None:
+    gold = "a|1|x\na|2|y\nb|1|z"
+    # 4. shortest unique leading run: "name" repeats, ("name", "count") is unique.
+    task = load_one(tmp_path, task_record(answer=gold, typed=False))
+    assert (task.key_names, task.key_rule) == (["name", "count"], "unique leading columns")
+    # 3. columns named in the dedup_key text, longest names first.
+    record = task_record(answer=gold, typed=False)
+    record["rubric"]["normalization"]["dedup_key"] = "Deduplicate on (tag); one row each"
+    task = load_one(tmp_path, record)
+    assert (task.key_names, task.key_rule) == (["tag"], "normalization.dedup_key")
+    # 2. typed row_key.
+    task = load_one(tmp_path, task_record(answer=gold, row_key=["tag"]))
+    assert (task.key_names, task.key_rule) == (["tag"], "rubric.row_key")
+    # 1. --row-keys mapping, applied to the GO twin through its CG id.
+    rk = tmp_path / "keys.json"
+    rk.write_text(json.dumps({"demo_001": ["count", "tag"]}))
+    path = write_jsonl(tmp_path / "goal.jsonl", [task_record("demo_001-g", gold, row_key=["tag"])])
+    (task,) = load_tasks([path], load_row_keys(rk))
+    assert (task.key_names, task.key_rule) == (["count", "tag"], "row-keys file")
+
+
+def test_duplicate_reference_key_is_an_error(tmp_path: Path) -> None:
+    record = task_record(answer="a|1|x\na|2|y", row_key=["name"])
+    with pytest.raises(TaskFileError) as err:
+        load_one(tmp_path, record)
+    assert "reference rows 1 and 2 share the row key ['name']" in str(err.value)
+    with pytest.raises(TaskFileError, match="identical"):
+        load_one(tmp_path, task_record(answer="a|1|x\na|1|x"))
+
+
+def test_bad_file_names_file_line_task_and_field(tmp_path: Path) -> None:
+    good = task_record("ok_001")
+    bad_width = task_record("bad_001", answer="a|1\nb|2|y", cardinality=2)
+    bad_card = task_record("bad_002", cardinality=7)
+    bad_type = task_record("bad_003", fields={"count": {"type": "float"}})
+    path = write_jsonl(tmp_path / "t.jsonl", [good, bad_width, bad_card, bad_type])
+    with path.open("a") as f:
+        f.write("{not json\n")
+    with pytest.raises(TaskFileError) as err:
+        load_tasks([path])
+    text = str(err.value)
+    assert f"{path}:2: task bad_001: field oracle_answer: cannot split" in text
+    assert f"{path}:3: task bad_002: field oracle_output_cardinality: says 7 rows" in text
+    assert f"{path}:4: task bad_003: field rubric.fields.count.type" in text
+    assert f"{path}:5: task ?: not valid JSON" in text
+    assert "nothing loaded" in text
+
+
+def test_variant_file_and_duplicate_checks(tmp_path: Path) -> None:
+    with pytest.raises(TaskFileError, match=r"in goal\.jsonl but has no '-g' suffix"):
+        load_tasks([write_jsonl(tmp_path / "goal.jsonl", [task_record("x_001")])])
+    a = write_jsonl(tmp_path / "a.jsonl", [task_record("x_001")])
+    b = write_jsonl(tmp_path / "b.jsonl", [task_record("x_001")])
+    with pytest.raises(TaskFileError, match=r"duplicate, first seen at .*a.jsonl:1"):
+        load_tasks([a, b])
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda r: r.pop("rubric"), "field rubric: Field required"),
+        (lambda r: r.update(rubric="{oops"), "not valid JSON"),
+        (lambda r: r.update(task_id="../etc"), "field task_id"),
+        (lambda r: r["rubric"].update(row_key=["nope"]), "row_key: 'nope' is not a column"),
+        (lambda r: r["rubric"].update(fields={"zz": {}}), "fields.zz: not a column"),
+        (lambda r: r["rubric"]["fields"].update(count={"typo": 1}), "Extra inputs"),
+    ],
+)
+def test_invalid_records(tmp_path: Path, mutate, message: str) -> None:  # type: ignore[no-untyped-def]
+    record = task_record(fields={"count": {"type": "integer"}})
+    mutate(record)
+    with pytest.raises(TaskFileError, match=message):
+        load_one(tmp_path, record)
+
+
+def test_row_keys_file_errors(tmp_path: Path) -> None:
+    rk = tmp_path / "rk.json"
+    rk.write_text('["a"]')
+    with pytest.raises(UserError, match="expected a JSON object"):
+        load_row_keys(rk)
+    rk.write_text('{"nope_001": ["name"]}')
+    path = write_jsonl(tmp_path / "t.jsonl", [task_record()])
+    with pytest.raises(TaskFileError, match="not in the task files"):
+        load_tasks([path], load_row_keys(rk))
+    rk.write_text('{"demo_001": ["zz"]}')
+    with pytest.raises(TaskFileError, match="--row-keys names columns"):
+        load_tasks([path], load_row_keys(rk))
+
+
+def test_missing_and_empty_files(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="task file not found"):
+        load_tasks([tmp_path / "absent.jsonl"])
+    (tmp_path / "empty.jsonl").write_text("\n")
+    with pytest.raises(TaskFileError, match="no task records"):
+        load_tasks([tmp_path / "empty.jsonl"])
