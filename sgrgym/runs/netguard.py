@@ -52,8 +52,8 @@ def loopback_only() -> Iterator[None]:
         check(address)
         return original_connect_ex(self, address)
 
-    socket.socket.connect = connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = connect_ex  # type: ignore[method-assign,assignment]
     try:
         yield
     finally:
