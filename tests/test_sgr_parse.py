@@ -85,3 +85,9 @@ def test_unreadable_text_is_a_parse_failure(text: str) -> None:
 def test_single_column_lines() -> None:
     assert rows_of("name\nalpha\nbeta", columns=("name",)) == (("alpha",), ("beta",))
     assert rows_of("alpha;beta", columns=("name",), record_sep=";") == (("alpha",), ("beta",))
+
+
+def test_nul_characters_do_not_raise() -> None:
+    # Python 3.10's csv module raises on NUL; the reader must turn that into "not CSV".
+    parsed = parse_prediction("name,count,tag\na,\x00,x", COLS)
+    assert parsed.status in (ParseStatus.ok, ParseStatus.parse_failure)

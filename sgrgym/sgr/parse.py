@@ -188,6 +188,14 @@ def _read_json(text: str, columns: Sequence[str]) -> list[Row] | None:
     return rows
 
 
+def _read_csv(lines: list[str]) -> list[list[str]] | None:
+    """CSV rows, or ``None`` when the csv module rejects the text (e.g. a NUL on Python 3.10)."""
+    try:
+        return list(csv.reader(lines))
+    except csv.Error:
+        return None
+
+
 def _is_markdown_row(line: str) -> bool:
     return len(line) >= 2 and line[0] == "|" == line[-1]
 
@@ -264,8 +272,8 @@ def parse_prediction(
         elif any("\t" in line for line in lines):
             rows = [_trim(line.split("\t"), width) for line in lines if "\t" in line]
             fmt = "tsv"
-        elif lines and _is_header(next(csv.reader([lines[0]])), columns) and width > 1:
-            rows = [_trim(cells, width) for cells in csv.reader(lines[1:]) if cells]
+        elif width > 1 and (table := _read_csv(lines)) and _is_header(table[0], columns):
+            rows = [_trim(cells, width) for cells in table[1:] if cells]
             fmt = "csv"
         elif width == 1:
             if len(lines) == 1 and record_sep != "\n":
