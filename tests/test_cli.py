@@ -15,6 +15,7 @@ from sgrgym.cli import main
 EXAMPLES = Path(__file__).resolve().parent.parent / "tasks" / "examples"
 TASKS = [str(EXAMPLES / "constraint.jsonl"), str(EXAMPLES / "goal.jsonl")]
 PREDS = str(EXAMPLES / "predictions.jsonl")
+SCORE = ("sgr", "score", "--tasks", *TASKS, "--predictions", PREDS)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -43,7 +44,7 @@ def test_help_does_not_import_heavy_modules() -> None:
 
 
 def test_score_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "sgr", "score", "--tasks", *TASKS, "--predictions", PREDS, "--json")
+    code, out, _ = run(capsys, *SCORE, "--json")
     assert code == 0
     report = json.loads(out)
     assert set(report) >= {"overall", "by_variant", "by_domain", "by_cardinality", "tasks"}
@@ -70,32 +71,11 @@ def test_score_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_score_table_and_deterministic_output(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    code, out, _ = run(
-        capsys,
-        "sgr",
-        "score",
-        "--tasks",
-        *TASKS,
-        "--predictions",
-        PREDS,
-        "--per-task",
-        "--out",
-        str(tmp_path / "a.json"),
-    )
+    code, out, _ = run(capsys, *SCORE, "--per-task", "--out", str(tmp_path / "a.json"))
     assert code == 0
     assert "Constraint-Guided Tasks" in out and "Goal-Oriented Tasks" in out
     assert "Predictions for unknown task ids, not scored (1): python_002" in out
-    run(
-        capsys,
-        "sgr",
-        "score",
-        "--tasks",
-        *TASKS,
-        "--predictions",
-        PREDS,
-        "--out",
-        str(tmp_path / "b.json"),
-    )
+    run(capsys, *SCORE, "--out", str(tmp_path / "b.json"))
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
