@@ -91,3 +91,8 @@ def test_nul_characters_do_not_raise() -> None:
     # Python 3.10's csv module raises on NUL; the reader must turn that into "not CSV".
     parsed = parse_prediction("name,count,tag\na,\x00,x", COLS)
     assert parsed.status in (ParseStatus.ok, ParseStatus.parse_failure)
+
+
+def test_dash_values_outside_markdown_are_data() -> None:
+    assert rows_of("a|-|x\nb|2|-") == (("a", "-", "x"), ("b", "2", "-"))
+    assert rows_of("name|count|tag\n---|---|---\na|1|x\nb|2|y") == ROWS

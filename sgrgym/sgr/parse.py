@@ -23,7 +23,8 @@ Row = tuple[str | None, ...]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*$", re.M)
-_RULE_CELL = re.compile(r"^:?-{1,}:?$")
+# A Markdown rule cell; outside a Markdown table a lone "-" is more likely a value (n/a).
+_RULE_CELL = {True: re.compile(r"^:?-+:?$"), False: re.compile(r"^:?-{3,}:?$")}
 _JSON_CONTAINERS = ("rows", "answer", "data", "table", "results", "records")
 
 
@@ -200,7 +201,14 @@ def _is_markdown_row(line: str) -> bool:
     return len(line) >= 2 and line[0] == "|" == line[-1]
 
 
-def _read_pipes(lines: list[str], sep: str, record_sep: str, width: int) -> list[Row]:
+def _is_rule(cells: Sequence[str], markdown: bool) -> bool:
+    values = [c.strip() for c in cells if c.strip()]
+    return bool(values) and all(_RULE_CELL[markdown].match(c) for c in values)
+
+
+def _read_pipes(
+    lines: list[str], sep: str, record_sep: str, width: int, markdown: bool
+) -> list[Row]:
     raw: list[list[str]] = []
     for line in lines:
         stripped = line.strip()
@@ -218,20 +226,10 @@ def _read_pipes(lines: list[str], sep: str, record_sep: str, width: int) -> list
         raw.append(cells)
     rows: list[Row] = []
     for i, cells in enumerate(raw):
-        stripped_cells = [c.strip() for c in cells]
-        if (
-            stripped_cells
-            and all(_RULE_CELL.match(c) for c in stripped_cells if c)
-            and any(stripped_cells)
-        ):
+        if _is_rule(cells, markdown):
             continue  # a Markdown "---" rule row
-        following = raw[i + 1] if i + 1 < len(raw) else None
-        if (
-            following is not None
-            and all(_RULE_CELL.match(c.strip()) for c in following if c.strip())
-            and any(c.strip() for c in following)
-        ):
-            continue  # the row above a rule row is a Markdown header
+        if i + 1 < len(raw) and _is_rule(raw[i + 1], markdown):
+            continue  # the row above a rule row is a table header
         rows.append(_trim(cells, width))
     return rows
 
@@ -266,9 +264,9 @@ def parse_prediction(
         markdown = [line for line in lines if _is_markdown_row(line.strip())]
         sep_lines = [line for line in lines if field_sep in line]
         if markdown:
-            rows, fmt = _read_pipes(markdown, "|", record_sep, width), "markdown"
+            rows, fmt = _read_pipes(markdown, "|", record_sep, width, True), "markdown"
         elif sep_lines and (width > 1 or len(sep_lines) == len(lines)):
-            rows, fmt = _read_pipes(sep_lines, field_sep, record_sep, width), "separated"
+            rows, fmt = _read_pipes(sep_lines, field_sep, record_sep, width, False), "separated"
         elif any("\t" in line for line in lines):
             rows = [_trim(line.split("\t"), width) for line in lines if "\t" in line]
             fmt = "tsv"
