@@ -1,4 +1,7 @@
 import os
+
+# The snapshot recorder needs warcio's HTTP patch in place before urllib3 is first imported.
+import warcio.capture_http  # noqa: F401  # isort: skip
 import sys
 from pathlib import Path
 

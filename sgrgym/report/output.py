@@ -1,0 +1,23 @@
+"""Writing command output: JSON to stdout or atomically to a file, progress to stderr."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+
+def write_json(text: str, out: Path | None = None) -> None:
+    """``text`` plus a newline to stdout, or atomically to ``out``."""
+    if out is None:
+        sys.stdout.write(text + "\n")
+        return
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+
+
+def progress(message: str) -> None:
+    """One progress line on stderr (stdout stays clean for tables and JSON)."""
+    print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,1 @@
+"""Site-state snapshots: record to WARC, verify, index in DuckDB, replay offline."""

@@ -1,0 +1,200 @@
+"""The DuckDB index of a pack: one ``captures`` row per archived response, plus full text.
+
+Built from the WARC files, stored at ``<pack>/.cache/index-<manifest sha256>.duckdb`` and
+reused while the manifest is unchanged; a changed pack gets a new index and stale ones are
+removed. Columns of ``captures``: url, canonical_key, method, body_digest, status, mime,
+payload_digest, warc_file, offset, length, capture_time, record_id, location.
+
+``pages`` holds the text of every archived HTML, PDF and plain-text 200 response with a
+DuckDB full-text (BM25) index over title and text. The FTS extension is loaded from the
+pinned ``duckdb-extension-fts`` package: nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from sgrgym import __version__
+from sgrgym.sgr.archive.pack import CACHE_DIR, Manifest, pack_file
+from sgrgym.sgr.archive.text import TEXT_MIMES, body_to_text, html_title
+from sgrgym.sgr.archive.urls import body_key, canonical_url
+from sgrgym.sgr.archive.warc import ScannedRecord, WarcError, read_response, scan_warc
+
+if TYPE_CHECKING:
+    import duckdb
+
+INDEX_VERSION = "1"
+Progress = Callable[[str], None]
+
+_SCHEMA = """
+CREATE TABLE captures (
+    url VARCHAR, canonical_key VARCHAR, method VARCHAR, body_digest VARCHAR,
+    status INTEGER, mime VARCHAR, payload_digest VARCHAR, warc_file VARCHAR,
+    "offset" BIGINT, length BIGINT, capture_time VARCHAR, record_id VARCHAR, location VARCHAR
+);
+CREATE TABLE pages (url VARCHAR, title VARCHAR, text VARCHAR);
+CREATE TABLE meta (key VARCHAR, value VARCHAR);
+"""
+
+
+def fts_extension() -> Path:
+    """Path of the pinned DuckDB FTS extension shipped by ``duckdb-extension-fts``."""
+    import duckdb
+    import duckdb_extension_fts
+
+    base = Path(duckdb_extension_fts.__file__).parent / "extensions"
+    path = base / f"v{duckdb.__version__}" / "fts.duckdb_extension"
+    if not path.is_file():
+        found = sorted(p.parent.name for p in base.glob("*/fts.duckdb_extension"))
+        raise RuntimeError(
+            f"duckdb {duckdb.__version__} needs duckdb-extension-fts of the same version "
+            f"(installed: {found}); reinstall with -c constraints.txt"
+        )
+    return path
+
+
+def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the FTS extension loaded and extension downloads off."""
+    import duckdb
+
+    con = duckdb.connect(
+        str(path),
+        read_only=read_only,
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
+    con.execute(f"LOAD '{fts_extension()}'")
+    return con
+
+
+def index_path(pack_dir: Path, manifest_sha256: str) -> Path:
+    return pack_dir / CACHE_DIR / f"index-{manifest_sha256}.duckdb"
+
+
+def _capture_rows(
+    pack_dir: Path, manifest: Manifest, progress: Progress | None
+) -> tuple[list[tuple[object, ...]], list[tuple[str, ScannedRecord]]]:
+    rules = manifest.rules
+    rows: list[tuple[object, ...]] = []
+    texts: list[tuple[str, ScannedRecord]] = []  # (pack-relative WARC path, response)
+    for entry in manifest.files:
+        path = pack_file(pack_dir, entry.path)
+        requests: dict[str, ScannedRecord] = {}
+        responses: list[ScannedRecord] = []
+        for record in scan_warc(path):
+            if record.warc_type == "request" and record.concurrent_to:
+                requests[record.concurrent_to] = record
+            elif record.warc_type in ("response", "resource"):
+                responses.append(record)
+        for response in responses:
+            request = requests.get(response.record_id)
+            method = request.method if request else "GET"
+            body = body_key(request.body, request.content_type) if request else ""
+            rows.append(
+                (
+                    response.target_uri,
+                    canonical_url(response.target_uri, rules),
+                    method,
+                    body,
+                    response.status,
+                    response.mime,
+                    response.payload_digest,
+                    entry.path,
+                    response.offset,
+                    response.length,
+                    response.date,
+                    response.record_id,
+                    response.location,
+                )
+            )
+            if response.status == 200 and response.mime in TEXT_MIMES and method == "GET":
+                texts.append((entry.path, response))
+        if progress:
+            progress(f"indexed {entry.path}: {len(responses)} responses")
+    return rows, texts
+
+
+def _page_rows(
+    pack_dir: Path, texts: list[tuple[str, ScannedRecord]]
+) -> list[tuple[str, str, str]]:
+    pages = []
+    fds: dict[str, int] = {}
+    try:
+        for relative, record in texts:
+            path = str(pack_file(pack_dir, relative))
+            fd = fds.get(path)
+            if fd is None:
+                fd = fds[path] = os.open(path, os.O_RDONLY)
+            http = read_response(fd, path, record.offset, record.length)
+            content_type = dict((k.lower(), v) for k, v in http.headers).get("content-type", "")
+            try:
+                text = body_to_text(http.body, content_type or record.mime)
+            except ValueError as exc:
+                raise WarcError(path, record.offset, str(exc)) from None
+            title = html_title(http.body) if "html" in record.mime else ""
+            pages.append((record.target_uri, title, text))
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return pages
+
+
+def build_index(
+    pack_dir: Path, manifest: Manifest, manifest_sha256: str, progress: Progress | None = None
+) -> Path:
+    """Build the pack's index from its WARC files (atomically) and return its path."""
+    target = index_path(pack_dir, manifest_sha256)
+    target.parent.mkdir(exist_ok=True)
+    rows, texts = _capture_rows(pack_dir, manifest, progress)
+    pages = _page_rows(pack_dir, texts)
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    con = connect(tmp, read_only=False)
+    try:
+        con.execute(_SCHEMA)
+        if rows:
+            con.executemany("INSERT INTO captures VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        if pages:
+            con.executemany("INSERT INTO pages VALUES (?,?,?)", pages)
+        con.execute("PRAGMA create_fts_index('pages', 'url', 'title', 'text', overwrite=1)")
+        meta = {
+            "manifest_sha256": manifest_sha256,
+            "rules_sha256": manifest.canonicalization.sha256,
+            "index_version": INDEX_VERSION,
+            "sgrgym_version": __version__,
+        }
+        con.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    for stale in target.parent.glob("index-*.duckdb*"):
+        if stale != target:
+            stale.unlink(missing_ok=True)
+    if progress:
+        progress(f"index: {len(rows)} captures, {len(pages)} text pages -> {target}")
+    return target
+
+
+def ensure_index(
+    pack_dir: Path,
+    manifest: Manifest,
+    manifest_sha256: str,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+) -> Path:
+    """The pack's index, built first when missing, stale or ``rebuild`` is asked for."""
+    path = index_path(pack_dir, manifest_sha256)
+    if path.is_file() and not rebuild:
+        con = connect(path)
+        try:
+            meta = dict(con.execute("SELECT key, value FROM meta").fetchall())
+        finally:
+            con.close()
+        if meta.get("index_version") == INDEX_VERSION and meta.get("manifest_sha256") == (
+            manifest_sha256
+        ):
+            return path
+    return build_index(pack_dir, manifest, manifest_sha256, progress)

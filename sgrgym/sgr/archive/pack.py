@@ -1,0 +1,162 @@
+"""Snapshot packs: ``<pack>/manifest.json`` + ``<pack>/warc/*.warc.gz``, pinned by sha256.
+
+The manifest names every WARC file with its sha256, byte count and record count, the
+canonicalization rules (version and hash) the pack's index uses, and the sites it holds with
+their sources and licences. A pack is pinned by the sha256 of its ``manifest.json`` bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sgrgym import __version__
+from sgrgym.errors import UserError
+from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.sgr.archive.urls import CanonRules
+
+MANIFEST = "manifest.json"
+WARC_DIR = "warc"
+CACHE_DIR = ".cache"
+PACK_FORMAT = "sgrgym-snapshot-pack/1"
+PACK_NAME = r"^[a-z0-9][a-z0-9._-]{0,63}$"
+
+
+class PackFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+    records: int = Field(ge=0)
+
+    @field_validator("path")
+    @classmethod
+    def _inside_pack(cls, value: str) -> str:
+        path = PurePosixPath(value)
+        if (
+            path.is_absolute()
+            or ".." in path.parts
+            or "\\" in value
+            or len(path.parts) != 2
+            or path.parts[0] != WARC_DIR
+            or not path.name.endswith(".warc.gz")
+        ):
+            raise ValueError(f"{value!r} is not a file warc/<name>.warc.gz inside the pack")
+        return value
+
+
+class SiteInfo(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    host: str
+    source: str | None = None
+    licence: str | None = None
+
+
+class Canonicalization(BaseModel):
+    version: str
+    sha256: str
+    rules: CanonRules
+
+
+class Manifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = PACK_FORMAT
+    pack: str = Field(pattern=PACK_NAME)
+    version: str = "1"
+    created: str
+    sgrgym_version: str = __version__
+    canonicalization: Canonicalization
+    files: list[PackFile]
+    record_count: int = Field(ge=0)
+    sites: list[SiteInfo] = Field(default_factory=list)
+
+    @property
+    def rules(self) -> CanonRules:
+        return self.canonicalization.rules
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def resolve_pack(spec: str | Path, root: str | Path = "snapshots") -> Path:
+    """A pack folder from a path, or from a pack name under ``root``; clear error otherwise."""
+    path = Path(spec)
+    if (path / MANIFEST).is_file():
+        return path
+    name = str(spec)
+    if re.match(PACK_NAME, name) and (Path(root) / name / MANIFEST).is_file():
+        return Path(root) / name
+    available = sorted(p.parent.name for p in Path(root).glob(f"*/{MANIFEST}"))
+    hint = f"; packs under {root}/: {', '.join(available)}" if available else ""
+    raise UserError(f"{spec}: not a snapshot pack (no {MANIFEST}){hint}")
+
+
+def manifest_sha256(pack_dir: Path) -> str:
+    """The pack's pin: sha256 of the manifest file's bytes."""
+    return sha256_bytes((pack_dir / MANIFEST).read_bytes())
+
+
+def load_manifest(pack_dir: Path) -> Manifest:
+    path = pack_dir / MANIFEST
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise UserError(f"{pack_dir}: not a snapshot pack (no {MANIFEST})") from None
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}" for e in exc.errors()
+        )
+        raise UserError(f"{path}: invalid manifest: {problems}") from None
+
+
+def pack_file(pack_dir: Path, relative: str) -> Path:
+    """Resolve a manifest path, refusing anything that leaves the pack folder."""
+    root = pack_dir.resolve()
+    target = (root / relative).resolve()
+    if root not in target.parents:
+        raise UserError(f"{pack_dir}: path {relative!r} escapes the pack folder")
+    return target
+
+
+def check_files(pack_dir: Path, manifest: Manifest) -> list[str]:
+    """Problems with the pack's files against the manifest (sha256, size, strays)."""
+    problems = []
+    listed = set()
+    for entry in manifest.files:
+        listed.add(entry.path)
+        path = pack_file(pack_dir, entry.path)
+        if not path.is_file():
+            problems.append(f"{entry.path}: listed in the manifest but missing")
+            continue
+        digest, size = sha256_file(path)
+        if size != entry.bytes:
+            problems.append(f"{entry.path}: {size} bytes, manifest says {entry.bytes}")
+        if digest != entry.sha256:
+            problems.append(f"{entry.path}: sha256 {digest}, manifest says {entry.sha256}")
+    warc_dir = pack_dir / WARC_DIR
+    if warc_dir.is_dir():
+        for path in sorted(warc_dir.iterdir()):
+            if f"{WARC_DIR}/{path.name}" not in listed and path.name.endswith(".warc.gz"):
+                problems.append(f"{WARC_DIR}/{path.name}: not listed in the manifest")
+    return problems
+
+
+def write_manifest(pack_dir: Path, manifest: Manifest) -> str:
+    """Write ``manifest.json`` atomically; return its sha256 (the pack's pin)."""
+    data = canonical_json(manifest.model_dump(mode="json")).encode("utf-8")
+    tmp = pack_dir / (MANIFEST + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, pack_dir / MANIFEST)
+    return sha256_bytes(data)
+
+
+def warc_files(pack_dir: Path) -> list[Path]:
+    return sorted((pack_dir / WARC_DIR).glob("*.warc.gz"))

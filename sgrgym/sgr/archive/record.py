@@ -1,0 +1,356 @@
+"""Record site states into a pack: requests + ``warcio.capture_http``, request and response.
+
+Input is a list of requests (``--urls``: one URL per line, or a JSON object per line with
+``url``, ``method``, ``body``, ``headers``) or a crawl spec (``--crawl``: seeds, allowed
+hosts, URL patterns, max pages, per-host delay). Redirects are recorded as they are and
+their targets queued. Recording resumes: requests already in the pack are skipped and a
+record cut short by a crash is truncated away. With ``fixed_date`` every WARC-Date is that
+date and every WARC-Record-ID is derived from the request, so the same capture gives
+byte-identical files.
+
+Only loopback hosts are contacted unless ``allow_network`` is set.
+"""
+
+from __future__ import annotations
+
+# warcio's capture_http patches http.client; it must be imported before requests/urllib3.
+from warcio.capture_http import RecordingHTTPConnection, capture_http
+
+# isort: split
+import re
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import requests
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from warcio.recordloader import ArcWarcRecord
+from warcio.warcwriter import WARCWriter
+
+from sgrgym import __version__
+from sgrgym.errors import UserError
+from sgrgym.hashing import sha256_file
+from sgrgym.runs.netguard import is_loopback, loopback_only
+from sgrgym.sgr.archive.pack import (
+    PACK_NAME,
+    WARC_DIR,
+    Canonicalization,
+    Manifest,
+    PackFile,
+    SiteInfo,
+    utc_now,
+    warc_files,
+    write_manifest,
+)
+from sgrgym.sgr.archive.urls import CanonRules, body_key, canonical_url
+from sgrgym.sgr.archive.warc import WarcError, scan_warc
+
+USER_AGENT = f"sgrgym/{__version__} (snapshot recorder)"
+Progress = Callable[[str], None]
+
+
+class RequestSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    method: str = "GET"
+    body: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
+class CrawlSpec(BaseModel):
+    """What to record: explicit requests and/or seeds to crawl from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: list[str] = Field(default_factory=list)
+    requests: list[RequestSpec] = Field(default_factory=list)
+    allowed_hosts: list[str] = Field(default_factory=list, description="default: seeds' hosts")
+    url_patterns: list[str] = Field(default_factory=list, description="regexes; default: all")
+    max_pages: int = Field(default=1000, ge=1)
+    delay_s: float = Field(default=0.0, ge=0)
+    follow_links: bool = True
+    volatile_params: list[str] | None = None
+    sites: list[SiteInfo] = Field(default_factory=list)
+
+
+def read_url_list(path: Path) -> CrawlSpec:
+    """An ``--urls`` file: URLs (GET) or JSON request objects, one per line; ``#`` comments."""
+    specs: list[RequestSpec] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise UserError(f"{path}: URL list not found") from None
+    for number, line in enumerate(lines, start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            if line.startswith("{"):
+                specs.append(RequestSpec.model_validate_json(line))
+            else:
+                specs.append(RequestSpec(url=line))
+        except ValidationError as exc:
+            raise UserError(f"{path}:{number}: not a request ({exc.errors()[0]['msg']})") from None
+        if urlsplit(specs[-1].url).scheme not in ("http", "https"):
+            raise UserError(f"{path}:{number}: {specs[-1].url!r} is not an http(s) URL")
+    if not specs:
+        raise UserError(f"{path}: no URLs")
+    return CrawlSpec(requests=specs, follow_links=False)
+
+
+def read_crawl_spec(path: Path) -> CrawlSpec:
+    try:
+        return CrawlSpec.model_validate_json(path.read_bytes())
+    except FileNotFoundError:
+        raise UserError(f"{path}: crawl spec not found") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{path}: invalid crawl spec: {where}: {first['msg']}") from None
+
+
+class _Links(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("a", "area", "iframe", "frame"):
+            for name, value in attrs:
+                if name in ("href", "src") and value:
+                    self.links.append(value)
+
+
+def extract_links(base: str, html: str) -> list[str]:
+    parser = _Links()
+    parser.feed(html)
+    return [urljoin(base, link).split("#", 1)[0] for link in parser.links]
+
+
+@dataclass
+class RecordResult:
+    pack_dir: Path
+    recorded: int
+    skipped: int
+    failed: list[str]
+    manifest_sha256: str
+
+
+def _record_id(*parts: str) -> str:
+    return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, '|'.join(parts))}>"
+
+
+def _existing(pack_dir: Path, rules: CanonRules) -> set[tuple[str, str, str]]:
+    """Keys already captured; a damaged tail (a crash mid-record) is truncated away."""
+    done: set[tuple[str, str, str]] = set()
+    for path in warc_files(pack_dir):
+        requests_by_response: dict[str, tuple[str, str]] = {}
+        end = 0
+        try:
+            for record in scan_warc(path):
+                end = record.offset + record.length
+                if record.warc_type == "request":
+                    requests_by_response[record.concurrent_to] = (
+                        record.method,
+                        body_key(record.body, record.content_type),
+                    )
+                elif record.warc_type == "response":
+                    method, body = requests_by_response.get(record.record_id, ("GET", ""))
+                    done.add((method, canonical_url(record.target_uri, rules), body))
+        except WarcError:
+            with open(path, "r+b") as f:
+                f.truncate(end)
+        # A response whose request record was lost with the tail is re-recorded.
+    return done
+
+
+class Recorder:
+    """Records requests into ``pack_dir/warc/<pack>-00000.warc.gz`` and writes the manifest."""
+
+    def __init__(
+        self,
+        pack_dir: Path,
+        spec: CrawlSpec,
+        allow_network: bool = False,
+        fixed_date: str | None = None,
+        timeout_s: float = 30.0,
+        progress: Progress | None = None,
+    ) -> None:
+        if not re.match(PACK_NAME, pack_dir.name):
+            raise UserError(
+                f"{pack_dir.name!r}: a pack folder name must be lower-case letters, digits, "
+                "'.', '_' or '-' (at most 64 characters)"
+            )
+        self.pack_dir = pack_dir
+        self.pack = pack_dir.name
+        self.spec = spec
+        self.allow_network = allow_network
+        self.fixed_date = fixed_date
+        self.timeout_s = timeout_s
+        self.progress = progress
+        self.rules = (
+            CanonRules(volatile_params=tuple(spec.volatile_params))
+            if spec.volatile_params is not None
+            else CanonRules()
+        )
+        self.patterns = [re.compile(p) for p in spec.url_patterns]
+        seed_hosts = [urlsplit(u).hostname or "" for u in spec.seeds]
+        self.allowed = {h.lower() for h in (spec.allowed_hosts or seed_hosts)}
+        self._last_hit: dict[str, float] = {}
+        self._ordinal = 0
+
+    def _check_host(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UserError(f"{url!r} is not an http(s) URL")
+        if not self.allow_network and not is_loopback((parts.hostname, parts.port or 80)):
+            raise UserError(
+                f"{url}: recording from {parts.hostname} needs the network; "
+                "pass --allow-network (only loopback hosts are recorded without it)"
+            )
+
+    def _wanted(self, url: str) -> bool:
+        host = (urlsplit(url).hostname or "").lower()
+        if host not in self.allowed:
+            return False
+        return not self.patterns or any(p.search(url) for p in self.patterns)
+
+    def _filter(self, spec: RequestSpec) -> Callable[..., tuple[ArcWarcRecord, ArcWarcRecord]]:
+        def apply(
+            request: ArcWarcRecord, response: ArcWarcRecord, _recorder: Any
+        ) -> tuple[ArcWarcRecord, ArcWarcRecord]:
+            if self.fixed_date:
+                self._ordinal += 1
+                key = (
+                    self.pack,
+                    spec.method.upper(),
+                    spec.url,
+                    spec.body or "",
+                    str(self._ordinal),
+                )
+                for record, kind in ((request, "request"), (response, "response")):
+                    record.rec_headers.replace_header("WARC-Date", self.fixed_date)
+                    record.rec_headers.replace_header("WARC-Record-ID", _record_id(*key, kind))
+            return request, response
+
+        return apply
+
+    def _throttle(self, url: str) -> None:
+        host = urlsplit(url).netloc
+        wait = self._last_hit.get(host, -1e9) + self.spec.delay_s - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        self._last_hit[host] = time.monotonic()
+
+    def _queue(self) -> Iterator[RequestSpec]:
+        yield from self.spec.requests
+        yield from (RequestSpec(url=u) for u in self.spec.seeds)
+
+    def run(self) -> RecordResult:
+        import urllib3.connection
+
+        if not issubclass(urllib3.connection.HTTPConnection, RecordingHTTPConnection):
+            raise RuntimeError(
+                "urllib3 was imported before warcio.capture_http, so nothing would be "
+                "recorded: import sgrgym.sgr.archive.record before requests/urllib3"
+            )
+        for spec in [*self.spec.requests, *(RequestSpec(url=u) for u in self.spec.seeds)]:
+            self._check_host(spec.url)
+        (self.pack_dir / WARC_DIR).mkdir(parents=True, exist_ok=True)
+        done = _existing(self.pack_dir, self.rules)
+        skipped = recorded = 0
+        failed: list[str] = []
+        queue: deque[RequestSpec] = deque(self._queue())
+        seen: set[tuple[str, str, str]] = set()
+        warc_path = self.pack_dir / WARC_DIR / f"{self.pack}-00000.warc.gz"
+        guard: AbstractContextManager[None] = (
+            nullcontext() if self.allow_network else loopback_only()
+        )
+        session = requests.Session()
+        session.trust_env = False  # never route through proxies from the environment
+        with guard, open(warc_path, "ab") as out:
+            writer = WARCWriter(out, gzip=True)
+            while queue and recorded + skipped < self.spec.max_pages:
+                spec = queue.popleft()
+                body = spec.body.encode("utf-8") if spec.body is not None else None
+                ctype = next(
+                    (v for k, v in spec.headers.items() if k.lower() == "content-type"), ""
+                )
+                key = (
+                    spec.method.upper(),
+                    canonical_url(spec.url, self.rules),
+                    body_key(body, ctype),
+                )
+                if key in seen:
+                    continue
+                seen.add(key)
+                if key in done:
+                    skipped += 1
+                    continue
+                self._check_host(spec.url)
+                self._throttle(spec.url)
+                headers = {"User-Agent": USER_AGENT, "Accept-Encoding": "identity", **spec.headers}
+                try:
+                    with capture_http(writer, self._filter(spec), record_ip=not self.fixed_date):
+                        response = session.request(
+                            spec.method.upper(), spec.url, data=body, headers=headers,
+                            timeout=self.timeout_s, allow_redirects=False,
+                        )  # fmt: skip
+                        content = response.content
+                except requests.RequestException as exc:
+                    failed.append(f"{spec.method} {spec.url}: {exc.__class__.__name__}: {exc}")
+                    continue
+                out.flush()
+                recorded += 1
+                if self.progress:
+                    self.progress(f"[{recorded}] {response.status_code} {spec.method} {spec.url}")
+                for link in self._follow(spec.url, response, content):
+                    queue.append(RequestSpec(url=link))
+        pin = self.write_manifest()
+        return RecordResult(self.pack_dir, recorded, skipped, failed, pin)
+
+    def _follow(self, url: str, response: requests.Response, content: bytes) -> list[str]:
+        links: list[str] = []
+        location = response.headers.get("Location")
+        if response.is_redirect and location:
+            links.append(urljoin(url, location))
+        ctype = response.headers.get("Content-Type", "")
+        if self.spec.follow_links and response.status_code == 200 and "html" in ctype:
+            links += extract_links(url, content.decode(response.encoding or "utf-8", "replace"))
+        return [link for link in links if self._wanted(link)]
+
+    def write_manifest(self) -> str:
+        files = []
+        hosts: set[str] = set()
+        total = 0
+        for path in warc_files(self.pack_dir):
+            records = list(scan_warc(path))
+            hosts.update((urlsplit(r.target_uri).netloc or "") for r in records if r.target_uri)
+            digest, size = sha256_file(path)
+            files.append(
+                PackFile(
+                    path=f"{WARC_DIR}/{path.name}", sha256=digest, bytes=size, records=len(records)
+                )
+            )
+            total += len(records)
+        declared = {s.host: s for s in self.spec.sites}
+        sites = [declared.get(h, SiteInfo(host=h)) for h in sorted(hosts - {""})]
+        manifest = Manifest(
+            pack=self.pack,
+            created=self.fixed_date or utc_now(),
+            canonicalization=Canonicalization(
+                version=self.rules.version, sha256=self.rules.sha256(), rules=self.rules
+            ),
+            files=files,
+            record_count=total,
+            sites=sites,
+        )
+        return write_manifest(self.pack_dir, manifest)

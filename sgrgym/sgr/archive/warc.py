@@ -1,0 +1,159 @@
+"""Reading WARC files: scan records with their offsets, read one record at an offset.
+
+Every read is capped (:data:`MAX_RECORD_BYTES` by default): a record whose decoded body is
+larger, a decompression bomb included, is reported as an error instead of filling memory.
+Damaged files (truncated, flipped bytes) raise :class:`WarcError` naming file and offset.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+
+from sgrgym.errors import UserError
+
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+_HOP_BY_HOP = {
+    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+    "trailers", "transfer-encoding", "upgrade", "content-encoding", "content-length",
+}  # fmt: skip
+_READ_ERRORS = (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError)
+
+
+class WarcError(UserError):
+    """A WARC file could not be read at some record."""
+
+    def __init__(self, path: Path | str, offset: int, reason: str) -> None:
+        self.path, self.offset, self.reason = str(path), offset, reason
+        super().__init__(f"{path}: record at offset {offset}: {reason}")
+
+
+@dataclass
+class ScannedRecord:
+    """What the index needs of one record, plus (for requests) the request body."""
+
+    warc_type: str
+    record_id: str
+    target_uri: str
+    date: str
+    offset: int
+    length: int
+    concurrent_to: str = ""
+    method: str = ""
+    status: int = 0
+    mime: str = ""
+    location: str = ""
+    payload_digest: str = ""
+    content_type: str = ""
+    body: bytes = b""
+    digest_problems: list[str] = field(default_factory=list)
+
+
+def _read_capped(stream: Any, cap: int, what: str) -> bytes:
+    data: bytes = stream.read(cap + 1)
+    if len(data) > cap:
+        raise ValueError(f"{what} is larger than the {cap}-byte limit (decompression bomb?)")
+    return data
+
+
+def _scan(record: ArcWarcRecord, offset: int, cap: int) -> ScannedRecord:
+    headers = record.rec_headers
+    scanned = ScannedRecord(
+        warc_type=record.rec_type or "",
+        record_id=headers.get_header("WARC-Record-ID") or "",
+        target_uri=headers.get_header("WARC-Target-URI") or "",
+        date=headers.get_header("WARC-Date") or "",
+        offset=offset,
+        length=0,
+        concurrent_to=headers.get_header("WARC-Concurrent-To") or "",
+        payload_digest=headers.get_header("WARC-Payload-Digest") or "",
+    )
+    http = record.http_headers
+    if record.rec_type == "request" and http is not None:
+        scanned.method = (http.protocol or "GET").upper()
+        scanned.content_type = http.get_header("Content-Type") or ""
+        scanned.body = _read_capped(record.content_stream(), cap, "request body")
+    elif record.rec_type == "response" and http is not None:
+        code = (http.get_statuscode() or "0").strip()
+        scanned.status = int(code) if code.isdigit() else 0
+        scanned.mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower()
+        scanned.location = http.get_header("Location") or ""
+    elif record.rec_type == "resource":
+        scanned.status = 200
+        scanned.mime = (headers.get_header("Content-Type") or "").split(";")[0].strip().lower()
+    return scanned
+
+
+def scan_warc(
+    path: Path, check_digests: bool = False, cap: int = MAX_RECORD_BYTES
+) -> Iterator[ScannedRecord]:
+    """Yield every record of ``path`` with its offset and length (reads each record fully).
+
+    With ``check_digests``, each record's WARC-Block-Digest and WARC-Payload-Digest are
+    verified; failures land in ``digest_problems``.
+    """
+    offset = 0
+    with open(path, "rb") as stream:
+        try:
+            iterator = ArchiveIterator(stream, check_digests=check_digests)
+            for record in iterator:
+                # Read what we need first: asking for the offset reads the record to its end.
+                scanned = _scan(record, offset, cap)
+                iterator.read_to_end(record)  # digests are checked once a record is fully read
+                scanned.offset = iterator.get_record_offset()
+                scanned.length = iterator.get_record_length()
+                checker = record.digest_checker
+                if check_digests and checker.passed is False:
+                    scanned.digest_problems = list(checker.problems)
+                yield scanned
+                offset = scanned.offset + scanned.length
+        except _READ_ERRORS as exc:
+            raise WarcError(path, offset, f"cannot read record ({exc})") from None
+
+
+@dataclass(frozen=True)
+class HttpRecord:
+    """An archived HTTP response: status line, headers (decoded body's), decoded body."""
+
+    status: int
+    reason: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+
+def read_response(
+    fd: int, path: str, offset: int, length: int, cap: int = MAX_RECORD_BYTES
+) -> HttpRecord:
+    """Read the response (or resource) record stored at ``offset`` (``os.pread``: thread-safe)."""
+    data = os.pread(fd, length, offset)
+    if len(data) != length:
+        raise WarcError(path, offset, f"file ends before the record's {length} bytes")
+    try:
+        record = next(iter(ArchiveIterator(io.BytesIO(data))))
+        body = _read_capped(record.content_stream(), cap, "response body")
+    except (StopIteration, *_READ_ERRORS) as exc:
+        raise WarcError(path, offset, f"cannot read record ({exc})") from None
+    http = record.http_headers
+    if record.rec_type == "resource" or http is None:
+        mime = record.rec_headers.get_header("Content-Type") or "application/octet-stream"
+        return HttpRecord(200, "OK", (("Content-Type", mime),), body)
+    status_line = (http.statusline or "").split(" ", 1)
+    code = status_line[0]
+    headers = tuple(
+        (name, value) for name, value in http.headers if name.lower() not in _HOP_BY_HOP
+    )
+    return HttpRecord(
+        int(code) if code.isdigit() else 0,
+        status_line[1] if len(status_line) > 1 else "",
+        headers,
+        body,
+    )
