@@ -17,6 +17,7 @@ from __future__ import annotations
 from warcio.capture_http import RecordingHTTPConnection, capture_http
 
 # isort: split
+import os
 import re
 import time
 import uuid
@@ -49,8 +50,9 @@ from sgrgym.sgr.archive.pack import (
     warc_files,
     write_manifest,
 )
+from sgrgym.sgr.archive.text import charset_of
 from sgrgym.sgr.archive.urls import CanonRules, body_key, canonical_url
-from sgrgym.sgr.archive.warc import WarcError, scan_warc
+from sgrgym.sgr.archive.warc import WarcError, check_member, read_response, scan_warc
 
 USER_AGENT = f"sgrgym/{__version__} (snapshot recorder)"
 Progress = Callable[[str], None]
@@ -148,27 +150,48 @@ def _record_id(*parts: str) -> str:
     return f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, '|'.join(parts))}>"
 
 
-def _existing(pack_dir: Path, rules: CanonRules) -> set[tuple[str, str, str]]:
-    """Keys already captured; a damaged tail (a crash mid-record) is truncated away."""
-    done: set[tuple[str, str, str]] = set()
+Key = tuple[str, str, str]  # (method, canonical URL, body key)
+Where = tuple[str, int, int]  # (WARC path, offset, length) of an archived response
+
+
+def _existing(pack_dir: Path, rules: CanonRules) -> dict[Key, Where]:
+    """Keys of complete request/response pairs already captured.
+
+    Whatever follows the last complete pair (a record cut short by a crash, or half of a
+    pair) is truncated away, so those requests are recorded again.
+    """
+    done: dict[Key, Where] = {}
     for path in warc_files(pack_dir):
-        requests_by_response: dict[str, tuple[str, str]] = {}
-        end = 0
+        requests_seen: dict[str, tuple[str, str]] = {}  # response id -> (method, body key)
+        responses_seen: dict[str, tuple[str, Where]] = {}  # response id -> (canonical URL, where)
+        safe_end = 0
+        fd = os.open(path, os.O_RDONLY)
         try:
             for record in scan_warc(path):
-                end = record.offset + record.length
+                if check_member(fd, record.offset, record.length):
+                    break
                 if record.warc_type == "request":
-                    requests_by_response[record.concurrent_to] = (
-                        record.method,
-                        body_key(record.body, record.content_type),
-                    )
+                    key = record.concurrent_to
+                    requests_seen[key] = (record.method, body_key(record.body, record.content_type))
                 elif record.warc_type == "response":
-                    method, body = requests_by_response.get(record.record_id, ("GET", ""))
-                    done.add((method, canonical_url(record.target_uri, rules), body))
+                    key = record.record_id
+                    where = (str(path), record.offset, record.length)
+                    responses_seen[key] = (canonical_url(record.target_uri, rules), where)
+                else:
+                    continue
+                if key in requests_seen and key in responses_seen:
+                    method, body = requests_seen[key]
+                    url, where = responses_seen[key]
+                    done[(method, url, body)] = where
+                    safe_end = record.offset + record.length
         except WarcError:
+            pass
+        finally:
+            size = os.fstat(fd).st_size
+            os.close(fd)
+        if size != safe_end:
             with open(path, "r+b") as f:
-                f.truncate(end)
-        # A response whose request record was lost with the tail is re-recorded.
+                f.truncate(safe_end)
     return done
 
 
@@ -294,6 +317,9 @@ class Recorder:
                 seen.add(key)
                 if key in done:
                     skipped += 1
+                    queue.extend(
+                        RequestSpec(url=u) for u in self._follow_archived(spec.url, done[key])
+                    )
                     continue
                 self._check_host(spec.url)
                 self._throttle(spec.url)
@@ -312,20 +338,38 @@ class Recorder:
                 recorded += 1
                 if self.progress:
                     self.progress(f"[{recorded}] {response.status_code} {spec.method} {spec.url}")
-                for link in self._follow(spec.url, response, content):
-                    queue.append(RequestSpec(url=link))
+                links = self._follow(
+                    spec.url, response.status_code, response.headers.get("Location", ""),
+                    response.headers.get("Content-Type", ""), content,
+                )  # fmt: skip
+                queue.extend(RequestSpec(url=link) for link in links)
         pin = self.write_manifest()
         return RecordResult(self.pack_dir, recorded, skipped, failed, pin)
 
-    def _follow(self, url: str, response: requests.Response, content: bytes) -> list[str]:
+    def _follow(
+        self, url: str, status: int, location: str, content_type: str, content: bytes
+    ) -> list[str]:
+        """URLs to record next: a redirect's target, and (crawls) an HTML page's links."""
         links: list[str] = []
-        location = response.headers.get("Location")
-        if response.is_redirect and location:
+        if status in (301, 302, 303, 307, 308) and location:
             links.append(urljoin(url, location))
-        ctype = response.headers.get("Content-Type", "")
-        if self.spec.follow_links and response.status_code == 200 and "html" in ctype:
-            links += extract_links(url, content.decode(response.encoding or "utf-8", "replace"))
+        if self.spec.follow_links and status == 200 and "html" in content_type:
+            links += extract_links(url, content.decode(charset_of(content_type), "replace"))
         return [link for link in links if self._wanted(link)]
+
+    def _follow_archived(self, url: str, where: Where) -> list[str]:
+        """Links of a page recorded by an earlier run, so a resumed crawl goes on from it."""
+        path, offset, length = where
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            http = read_response(fd, path, offset, length)
+        finally:
+            os.close(fd)
+        headers = {k.lower(): v for k, v in http.headers}
+        return self._follow(
+            url, http.status, headers.get("location", ""), headers.get("content-type", ""),
+            http.body,
+        )  # fmt: skip
 
     def write_manifest(self) -> str:
         files = []

@@ -105,7 +105,13 @@ class Snapshot:
         self._lock = threading.Lock()
 
     @classmethod
-    def open(cls, spec: str | Path, verify: bool = True, rebuild_index: bool = False) -> Snapshot:
+    def open(
+        cls,
+        spec: str | Path,
+        verify: bool = True,
+        rebuild_index: bool = False,
+        max_record_bytes: int = MAX_RECORD_BYTES,
+    ) -> Snapshot:
         """Open a pack by folder or name: check every file's sha256, then load the index."""
         pack_dir = resolve_pack(spec)
         manifest = load_manifest(pack_dir)
@@ -128,7 +134,7 @@ class Snapshot:
             ).fetchall()
         finally:
             con.close()
-        return cls(pack_dir, manifest, pin, rows)
+        return cls(pack_dir, manifest, pin, rows, max_record_bytes)
 
     def _fd(self, warc_file: str) -> tuple[int, str]:
         path = str(pack_file(self.pack_dir, warc_file))

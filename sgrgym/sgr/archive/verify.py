@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sgrgym.errors import UserError
 from sgrgym.sgr.archive.pack import check_files, load_manifest, manifest_sha256, pack_file
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, WarcError, scan_warc
+from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, WarcError, check_member, scan_warc
 
 
 @dataclass
@@ -41,17 +42,33 @@ def verify_pack(pack_dir: Path, max_record_bytes: int = MAX_RECORD_BYTES) -> Ver
         if not path.is_file():
             continue
         report.files += 1
-        count = 0
+        count = end = 0
+        fd = os.open(path, os.O_RDONLY)
         try:
             for record in scan_warc(path, check_digests=True, cap=max_record_bytes):
                 count += 1
+                end = record.offset + record.length
+                damage = check_member(fd, record.offset, record.length)
+                if damage:
+                    report.problems.append(
+                        f"{entry.path}: record at offset {record.offset}: {damage}"
+                    )
+                if record.block_length > max_record_bytes:
+                    report.problems.append(
+                        f"{entry.path}: record at offset {record.offset}: declares "
+                        f"{record.block_length} bytes, over the {max_record_bytes}-byte limit"
+                    )
                 for problem in record.digest_problems:
                     report.problems.append(
                         f"{entry.path}: record at offset {record.offset} "
                         f"({record.warc_type} {record.target_uri}): {problem}"
                     )
+            if end != os.fstat(fd).st_size:
+                report.problems.append(f"{entry.path}: stray bytes after the last record at {end}")
         except WarcError as exc:
             report.problems.append(f"{entry.path}: record at offset {exc.offset}: {exc.reason}")
+        finally:
+            os.close(fd)
         if count != entry.records:
             report.problems.append(
                 f"{entry.path}: {count} readable records, manifest says {entry.records}"

@@ -26,7 +26,11 @@ _HOP_BY_HOP = {
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "trailers", "transfer-encoding", "upgrade", "content-encoding", "content-length",
 }  # fmt: skip
-_READ_ERRORS = (ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError)
+# warcio raises these on malformed input (missing headers surface as AttributeError/TypeError).
+_READ_ERRORS = (
+    ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError, AttributeError, TypeError,
+    KeyError, IndexError,
+)  # fmt: skip
 
 
 class WarcError(UserError):
@@ -54,6 +58,7 @@ class ScannedRecord:
     location: str = ""
     payload_digest: str = ""
     content_type: str = ""
+    block_length: int = 0  # the record's declared (uncompressed) Content-Length
     body: bytes = b""
     digest_problems: list[str] = field(default_factory=list)
 
@@ -76,6 +81,7 @@ def _scan(record: ArcWarcRecord, offset: int, cap: int) -> ScannedRecord:
         length=0,
         concurrent_to=headers.get_header("WARC-Concurrent-To") or "",
         payload_digest=headers.get_header("WARC-Payload-Digest") or "",
+        block_length=int(headers.get_header("Content-Length") or 0),
     )
     http = record.http_headers
     if record.rec_type == "request" and http is not None:
@@ -118,6 +124,28 @@ def scan_warc(
                 offset = scanned.offset + scanned.length
         except _READ_ERRORS as exc:
             raise WarcError(path, offset, f"cannot read record ({exc})") from None
+
+
+def check_member(fd: int, offset: int, length: int) -> str | None:
+    """Why the gzip member at ``offset`` is damaged (truncated, bad CRC, trailing bytes), or None.
+
+    Decompresses in bounded chunks and throws the output away, so a bomb costs time, not memory.
+    """
+    data = os.pread(fd, length, offset)
+    if len(data) != length:
+        return f"file ends {length - len(data)} bytes before the end of the record"
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        chunk = inflater.decompress(data, 1 << 20)
+        while inflater.unconsumed_tail and chunk:
+            chunk = inflater.decompress(inflater.unconsumed_tail, 1 << 20)
+    except zlib.error as exc:
+        return f"damaged gzip data ({exc})"
+    if not inflater.eof:
+        return "gzip member is cut short (truncated file?)"
+    if inflater.unused_data:
+        return f"{len(inflater.unused_data)} stray bytes after the gzip member"
+    return None
 
 
 @dataclass(frozen=True)
