@@ -49,6 +49,7 @@ def page(title: str, body: str) -> bytes:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes
 
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,6 +21,7 @@ from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
 from sgrgym.sgr.archive.urls import CanonRules
+from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, scan_warc
 
 MANIFEST = "manifest.json"
 WARC_DIR = "warc"
@@ -160,3 +164,65 @@ def write_manifest(pack_dir: Path, manifest: Manifest) -> str:
 
 def warc_files(pack_dir: Path) -> list[Path]:
     return sorted((pack_dir / WARC_DIR).glob("*.warc.gz"))
+
+
+SiteFor = Callable[[str, list[tuple[str, int]]], SiteInfo]
+
+
+class RecordProblem(NamedTuple):
+    """A record whose digests do not verify: pack file, byte offset, what failed."""
+
+    file: str
+    offset: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: record at offset {self.offset}: {self.what}"
+
+
+def build_manifest(
+    pack_dir: Path,
+    pack: str,
+    created: str,
+    rules: CanonRules,
+    site_for: SiteFor | None = None,
+    check_digests: bool = False,
+    cap: int = MAX_RECORD_BYTES,
+) -> tuple[Manifest, list[RecordProblem]]:
+    """Scan the pack's WARC files once and describe them in a :class:`Manifest`.
+
+    ``site_for(host, places)`` gives the site entry of each host seen, ``places`` being the
+    (file, offset) of its records; by default only the host is named. With
+    ``check_digests`` the second value lists records whose digests do not verify.
+    """
+    files: list[PackFile] = []
+    hosts: dict[str, list[tuple[str, int]]] = {}
+    problems: list[RecordProblem] = []
+    for path in warc_files(pack_dir):
+        relative = f"{WARC_DIR}/{path.name}"
+        count = 0
+        for record in scan_warc(path, check_digests=check_digests, cap=cap):
+            count += 1
+            problems += [
+                RecordProblem(
+                    relative, record.offset, f"{record.warc_type} {record.target_uri}: {p}"
+                )
+                for p in record.digest_problems
+            ]
+            host = urlsplit(record.target_uri).netloc if record.target_uri else ""
+            if host:
+                hosts.setdefault(host, []).append((relative, record.offset))
+        digest, size = sha256_file(path)
+        files.append(PackFile(path=relative, sha256=digest, bytes=size, records=count))
+    site_for = site_for or (lambda host, _places: SiteInfo(host=host))
+    manifest = Manifest(
+        pack=pack,
+        created=created,
+        canonicalization=Canonicalization(
+            version=rules.version, sha256=rules.sha256(), rules=rules
+        ),
+        files=files,
+        record_count=sum(f.records for f in files),
+        sites=[site_for(host, places) for host, places in sorted(hosts.items())],
+    )
+    return manifest, problems

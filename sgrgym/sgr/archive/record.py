@@ -37,15 +37,12 @@ from warcio.warcwriter import WARCWriter
 
 from sgrgym import __version__
 from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
 from sgrgym.runs.netguard import is_loopback, loopback_only
 from sgrgym.sgr.archive.pack import (
     PACK_NAME,
     WARC_DIR,
-    Canonicalization,
-    Manifest,
-    PackFile,
     SiteInfo,
+    build_manifest,
     utc_now,
     warc_files,
     write_manifest,
@@ -372,29 +369,12 @@ class Recorder:
         )  # fmt: skip
 
     def write_manifest(self) -> str:
-        files = []
-        hosts: set[str] = set()
-        total = 0
-        for path in warc_files(self.pack_dir):
-            records = list(scan_warc(path))
-            hosts.update((urlsplit(r.target_uri).netloc or "") for r in records if r.target_uri)
-            digest, size = sha256_file(path)
-            files.append(
-                PackFile(
-                    path=f"{WARC_DIR}/{path.name}", sha256=digest, bytes=size, records=len(records)
-                )
-            )
-            total += len(records)
         declared = {s.host: s for s in self.spec.sites}
-        sites = [declared.get(h, SiteInfo(host=h)) for h in sorted(hosts - {""})]
-        manifest = Manifest(
-            pack=self.pack,
-            created=self.fixed_date or utc_now(),
-            canonicalization=Canonicalization(
-                version=self.rules.version, sha256=self.rules.sha256(), rules=self.rules
-            ),
-            files=files,
-            record_count=total,
-            sites=sites,
+        manifest, _ = build_manifest(
+            self.pack_dir,
+            self.pack,
+            self.fixed_date or utc_now(),
+            self.rules,
+            site_for=lambda host, _places: declared.get(host, SiteInfo(host=host)),
         )
         return write_manifest(self.pack_dir, manifest)

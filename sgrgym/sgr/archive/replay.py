@@ -101,7 +101,7 @@ class Snapshot:
             # Rows come ordered by capture time: a later capture replaces an earlier one.
             self._exact[(str(method), str(url), str(body))] = capture
             self._rule[(str(method), str(key), str(body))] = capture
-        self._fds: dict[str, int] = {}
+        self._fds: dict[str, tuple[int, str]] = {}  # manifest path -> (fd, file path)
         self._lock = threading.Lock()
 
     @classmethod
@@ -137,14 +137,15 @@ class Snapshot:
         return cls(pack_dir, manifest, pin, rows, max_record_bytes)
 
     def _fd(self, warc_file: str) -> tuple[int, str]:
-        path = str(pack_file(self.pack_dir, warc_file))
-        fd = self._fds.get(path)
-        if fd is None:
+        """An open descriptor of a pack file (opened once, keyed by its manifest path)."""
+        entry = self._fds.get(warc_file)
+        if entry is None:
             with self._lock:
-                fd = self._fds.get(path)
-                if fd is None:
-                    fd = self._fds[path] = os.open(path, os.O_RDONLY)
-        return fd, path
+                entry = self._fds.get(warc_file)
+                if entry is None:
+                    path = str(pack_file(self.pack_dir, warc_file))
+                    entry = self._fds[warc_file] = (os.open(path, os.O_RDONLY), path)
+        return entry
 
     def lookup(
         self, url: str, method: str = "GET", body: bytes | None = None, content_type: str = ""
@@ -214,7 +215,7 @@ class Snapshot:
 
     def close(self) -> None:
         with self._lock:
-            for fd in self._fds.values():
+            for fd, _ in self._fds.values():
                 os.close(fd)
             self._fds.clear()
 

@@ -1,0 +1,249 @@
+"""The replay server over real loopback sockets: a pack recorded from the demo site, the site
+stopped, then every answer comes from the pack."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from site_server import serve_site
+
+from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
+from sgrgym.sgr.archive.replay import Snapshot
+from sgrgym.sgr.archive.serve import make_server, serve_forever
+
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+PAGES = ["/", "/species/naja?_=1", "/species/boa?_=1", "/report.pdf", "/api/species?year=2024"]
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def request(
+    conn: http.client.HTTPConnection,
+    target: str,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """One request on ``conn`` (kept open for the next one), the reply read in full."""
+    conn.request(method, target, body=body, headers=headers or {})
+    answer = conn.getresponse()
+    data = answer.read()
+    return Reply(answer.status, {k.lower(): v for k, v in answer.getheaders()}, data)
+
+
+def once(port: int, target: str, method: str = "GET", body: bytes | None = None) -> Reply:
+    """One request on a fresh connection to 127.0.0.1:port."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        return request(conn, target, method, body, FORM if body else None)
+    finally:
+        conn.close()
+
+
+@dataclass(frozen=True)
+class Recorded:
+    base: str  # the demo site's base URL (no longer served)
+    live: dict[str, bytes]  # path -> body the live site served
+    search: bytes  # body of the live POST /search q=naja
+    pack: Path
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    pack = tmp_path_factory.mktemp("serve") / "demo"
+    with serve_site() as base:
+        port = int(base.rsplit(":", 1)[1])
+        live = {path: once(port, path).body for path in PAGES}
+        search = once(port, "/search", "POST", b"q=naja").body
+        spec = CrawlSpec(
+            seeds=[base + "/"],
+            requests=[
+                RequestSpec(url=base + "/search", method="POST", body="q=naja", headers=FORM),
+                RequestSpec(url=base + "/api/species?year=2024"),
+            ],
+        )
+        result = Recorder(pack, spec, fixed_date="2026-11-30T00:00:00Z").run()
+        assert not result.failed
+    return Recorded(base, live, search, pack)
+
+
+@pytest.fixture(scope="module")
+def server(recorded: Recorded) -> Iterator[ThreadingHTTPServer]:
+    with Snapshot.open(recorded.pack) as snapshot:
+        httpd = make_server(snapshot)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield httpd
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(5)
+
+
+def port_of(server: ThreadingHTTPServer) -> int:
+    return int(server.server_address[1])
+
+
+def test_binds_loopback_ephemeral(server: ThreadingHTTPServer) -> None:
+    host = server.server_address[0]
+    assert host == "127.0.0.1" and port_of(server) > 0
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_replay_form_is_byte_identical(
+    recorded: Recorded, server: ThreadingHTTPServer, path: str
+) -> None:
+    reply = once(port_of(server), "/replay/" + recorded.base + path)
+    assert reply.status == 200
+    assert reply.body == recorded.live[path]
+    assert reply.headers["x-sgrgym-snapshot"] == "exact"
+    assert reply.headers["content-length"] == str(len(reply.body))
+
+
+def test_proxy_form(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    reply = once(port_of(server), recorded.base + "/species/naja?_=1")
+    assert reply.status == 200
+    assert reply.body == recorded.live["/species/naja?_=1"]
+    assert reply.headers["x-sgrgym-snapshot"] == "exact"
+
+
+def test_rule_match_and_archived_redirect(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    # The cache-busting parameter is declared volatile: the canonical key still matches.
+    reply = once(port_of(server), "/replay/" + recorded.base + "/species/naja?_=999")
+    assert reply.status == 200 and reply.headers["x-sgrgym-snapshot"] == "rule"
+    assert reply.body == recorded.live["/species/naja?_=1"]
+    moved = once(port_of(server), "/replay/" + recorded.base + "/old")  # 301 -> /species/boa
+    assert moved.status == 200 and b"Boa constrictor" in moved.body
+
+
+def test_miss_is_404(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    reply = once(port_of(server), "/replay/" + recorded.base + "/never-recorded")
+    assert reply.status == 404
+    assert reply.headers["x-sgrgym-snapshot"] == "miss"
+    assert reply.body.startswith(b"not in snapshot: GET ")
+
+
+def test_post_replays_archived_search(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    target = "/replay/" + recorded.base + "/search"
+    reply = once(port_of(server), target, "POST", b"q=naja")
+    assert reply.status == 200 and reply.headers["x-sgrgym-snapshot"] == "exact"
+    assert reply.body == recorded.search and b"Naja naja" in reply.body
+    other = once(port_of(server), target, "POST", b"q=boa")
+    assert other.status == 404 and other.headers["x-sgrgym-snapshot"] == "miss"
+
+
+def test_expect_100_continue_is_answered_at_once(
+    recorded: Recorded, server: ThreadingHTTPServer
+) -> None:
+    head = (
+        f"POST /replay/{recorded.base}/search HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 6\r\n"
+        "Expect: 100-continue\r\nConnection: close\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", port_of(server)), timeout=2) as sock:
+        sock.sendall(head.encode())
+        assert sock.recv(1024).startswith(b"HTTP/1.1 100")  # before the body is sent
+        sock.sendall(b"q=naja")
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    assert data.startswith(b"HTTP/1.1 200") and data.endswith(recorded.search)
+
+
+def test_percent_encoded_target(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    target = "/replay/" + quote(recorded.base + "/species/boa?_=1", safe="")
+    reply = once(port_of(server), target)
+    assert reply.status == 200 and reply.body == recorded.live["/species/boa?_=1"]
+
+
+def test_head_has_headers_without_body(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    reply = once(port_of(server), "/replay/" + recorded.base + "/report.pdf", "HEAD")
+    assert reply.status == 200 and reply.body == b""
+    assert reply.headers["content-length"] == str(len(recorded.live["/report.pdf"]))
+    assert reply.headers["content-type"] == "application/pdf"
+
+
+def test_help_and_bad_paths(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    with Snapshot.open(recorded.pack) as snapshot:
+        pin = snapshot.pin
+    home = once(port_of(server), "/")
+    assert home.status == 200 and home.headers["content-type"].startswith("text/plain")
+    assert b"pack: demo" in home.body and pin.encode() in home.body
+    for target in ("/nothing", "/replay/", "/replay/ftp://x/"):
+        bad = once(port_of(server), target)
+        assert bad.status == 400, target
+        assert b"/replay/<absolute-url>" in bad.body and b"proxy-style" in bad.body
+
+
+def test_keep_alive_connection_serves_many(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port_of(server), timeout=10)
+    try:
+        for path in PAGES * 3:
+            reply = request(conn, "/replay/" + recorded.base + path)
+            assert reply.body == recorded.live[path]
+            assert reply.headers.get("connection", "") != "close"
+    finally:
+        conn.close()
+
+
+def test_concurrent_clients(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+    """32 clients x 200 requests each on keep-alive connections: no error, every body right."""
+    clients, per_client = 32, 200
+    plan: list[tuple[str, str, bytes | None, int, bytes | None]] = [
+        ("GET", "/replay/" + recorded.base + p, None, 200, recorded.live[p]) for p in PAGES
+    ]
+    plan.append(("GET", recorded.base + "/", None, 200, recorded.live["/"]))  # proxy form
+    plan.append(("POST", "/replay/" + recorded.base + "/search", b"q=naja", 200, recorded.search))
+    plan.append(("GET", "/replay/" + recorded.base + "/missing", None, 404, None))
+    errors: list[str] = []
+    done = [0] * clients
+
+    def client(number: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port_of(server), timeout=30)
+        try:
+            for i in range(per_client):
+                method, target, body, status, expected = plan[(number + i) % len(plan)]
+                reply = request(conn, target, method, body, FORM if body else None)
+                if reply.status != status or (expected is not None and reply.body != expected):
+                    errors.append(f"client {number} #{i}: {reply.status} for {method} {target}")
+                done[number] += 1
+        except Exception as exc:  # any failure is an error to report, not a crash
+            errors.append(f"client {number}: {exc.__class__.__name__}: {exc}")
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sum(done) == clients * per_client
+
+
+def test_serve_forever_announces_and_stops_on_interrupt(recorded: Recorded) -> None:
+    messages: list[str] = []
+
+    def ready(message: str) -> None:
+        messages.append(message)
+        raise KeyboardInterrupt  # as if Ctrl-C came right after start-up
+
+    with Snapshot.open(recorded.pack) as snapshot:
+        serve_forever(snapshot, "127.0.0.1", 0, ready=ready)
+    assert len(messages) == 1
+    assert messages[0].startswith("serving demo on http://127.0.0.1:")
+    assert messages[0].endswith("/ (replay: /replay/<url>)")
