@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import shutil
 import urllib.request
 import zlib
@@ -331,3 +332,39 @@ def test_cli_fetch_verify_search(
     assert "FAIL warc/demo-00000.warc.gz" in capsys.readouterr().out
     assert main(["snapshot", "fetch", str(broken), base + "/"]) == 2
     assert "refusing to use it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_read_response_plain_and_chunked_gzip(tmp_path: Path, chunked: bool) -> None:
+    """Plain records take the direct parser; chunked/compressed ones go through warcio."""
+    from sgrgym.sgr.archive.warc import read_response
+
+    text = b"<p>caf\xc3\xa9 table</p>" * 50
+    if chunked:
+        packed = gzip.compress(text, mtime=0)
+        payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(packed), packed)
+        fields = [("Transfer-Encoding", "chunked"), ("Content-Encoding", "gzip")]
+    else:
+        payload, fields = text, [("Content-Length", str(len(text)))]
+    path = tmp_path / "one.warc.gz"
+    with path.open("wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html"), *fields], "HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record(
+                "http://127.0.0.1/p",
+                "response",
+                payload=io.BytesIO(payload),
+                length=len(payload),
+                http_headers=http,
+            )
+        )
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        record = read_response(fd, str(path), 0, path.stat().st_size)
+    finally:
+        os.close(fd)
+    assert (record.status, record.reason, record.body) == (200, "OK", text)
+    names = [name.lower() for name, _ in record.headers]
+    assert "content-type" in names and "transfer-encoding" not in names
+    assert "content-encoding" not in names and "content-length" not in names

@@ -8,7 +8,6 @@ import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,7 +16,7 @@ from site_server import serve_site
 
 from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
 from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.serve import make_server, serve_forever
+from sgrgym.sgr.archive.serve import ReplayServer, make_server, serve_forever
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 PAGES = ["/", "/species/naja?_=1", "/species/boa?_=1", "/report.pdf", "/api/species?year=2024"]
@@ -81,7 +80,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
 
 
 @pytest.fixture(scope="module")
-def server(recorded: Recorded) -> Iterator[ThreadingHTTPServer]:
+def server(recorded: Recorded) -> Iterator[ReplayServer]:
     with Snapshot.open(recorded.pack) as snapshot:
         httpd = make_server(snapshot)
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
@@ -94,19 +93,17 @@ def server(recorded: Recorded) -> Iterator[ThreadingHTTPServer]:
             thread.join(5)
 
 
-def port_of(server: ThreadingHTTPServer) -> int:
+def port_of(server: ReplayServer) -> int:
     return int(server.server_address[1])
 
 
-def test_binds_loopback_ephemeral(server: ThreadingHTTPServer) -> None:
+def test_binds_loopback_ephemeral(server: ReplayServer) -> None:
     host = server.server_address[0]
     assert host == "127.0.0.1" and port_of(server) > 0
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_replay_form_is_byte_identical(
-    recorded: Recorded, server: ThreadingHTTPServer, path: str
-) -> None:
+def test_replay_form_is_byte_identical(recorded: Recorded, server: ReplayServer, path: str) -> None:
     reply = once(port_of(server), "/replay/" + recorded.base + path)
     assert reply.status == 200
     assert reply.body == recorded.live[path]
@@ -114,14 +111,14 @@ def test_replay_form_is_byte_identical(
     assert reply.headers["content-length"] == str(len(reply.body))
 
 
-def test_proxy_form(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_proxy_form(recorded: Recorded, server: ReplayServer) -> None:
     reply = once(port_of(server), recorded.base + "/species/naja?_=1")
     assert reply.status == 200
     assert reply.body == recorded.live["/species/naja?_=1"]
     assert reply.headers["x-sgrgym-snapshot"] == "exact"
 
 
-def test_rule_match_and_archived_redirect(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_rule_match_and_archived_redirect(recorded: Recorded, server: ReplayServer) -> None:
     # The cache-busting parameter is declared volatile: the canonical key still matches.
     reply = once(port_of(server), "/replay/" + recorded.base + "/species/naja?_=999")
     assert reply.status == 200 and reply.headers["x-sgrgym-snapshot"] == "rule"
@@ -130,14 +127,14 @@ def test_rule_match_and_archived_redirect(recorded: Recorded, server: ThreadingH
     assert moved.status == 200 and b"Boa constrictor" in moved.body
 
 
-def test_miss_is_404(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_miss_is_404(recorded: Recorded, server: ReplayServer) -> None:
     reply = once(port_of(server), "/replay/" + recorded.base + "/never-recorded")
     assert reply.status == 404
     assert reply.headers["x-sgrgym-snapshot"] == "miss"
     assert reply.body.startswith(b"not in snapshot: GET ")
 
 
-def test_post_replays_archived_search(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_post_replays_archived_search(recorded: Recorded, server: ReplayServer) -> None:
     target = "/replay/" + recorded.base + "/search"
     reply = once(port_of(server), target, "POST", b"q=naja")
     assert reply.status == 200 and reply.headers["x-sgrgym-snapshot"] == "exact"
@@ -146,9 +143,7 @@ def test_post_replays_archived_search(recorded: Recorded, server: ThreadingHTTPS
     assert other.status == 404 and other.headers["x-sgrgym-snapshot"] == "miss"
 
 
-def test_expect_100_continue_is_answered_at_once(
-    recorded: Recorded, server: ThreadingHTTPServer
-) -> None:
+def test_expect_100_continue_is_answered_at_once(recorded: Recorded, server: ReplayServer) -> None:
     head = (
         f"POST /replay/{recorded.base}/search HTTP/1.1\r\nHost: x\r\n"
         "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 6\r\n"
@@ -164,20 +159,20 @@ def test_expect_100_continue_is_answered_at_once(
     assert data.startswith(b"HTTP/1.1 200") and data.endswith(recorded.search)
 
 
-def test_percent_encoded_target(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_percent_encoded_target(recorded: Recorded, server: ReplayServer) -> None:
     target = "/replay/" + quote(recorded.base + "/species/boa?_=1", safe="")
     reply = once(port_of(server), target)
     assert reply.status == 200 and reply.body == recorded.live["/species/boa?_=1"]
 
 
-def test_head_has_headers_without_body(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_head_has_headers_without_body(recorded: Recorded, server: ReplayServer) -> None:
     reply = once(port_of(server), "/replay/" + recorded.base + "/report.pdf", "HEAD")
     assert reply.status == 200 and reply.body == b""
     assert reply.headers["content-length"] == str(len(recorded.live["/report.pdf"]))
     assert reply.headers["content-type"] == "application/pdf"
 
 
-def test_help_and_bad_paths(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_help_and_bad_paths(recorded: Recorded, server: ReplayServer) -> None:
     with Snapshot.open(recorded.pack) as snapshot:
         pin = snapshot.pin
     home = once(port_of(server), "/")
@@ -189,7 +184,7 @@ def test_help_and_bad_paths(recorded: Recorded, server: ThreadingHTTPServer) -> 
         assert b"/replay/<absolute-url>" in bad.body and b"proxy-style" in bad.body
 
 
-def test_keep_alive_connection_serves_many(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_keep_alive_connection_serves_many(recorded: Recorded, server: ReplayServer) -> None:
     conn = http.client.HTTPConnection("127.0.0.1", port_of(server), timeout=10)
     try:
         for path in PAGES * 3:
@@ -200,7 +195,7 @@ def test_keep_alive_connection_serves_many(recorded: Recorded, server: Threading
         conn.close()
 
 
-def test_concurrent_clients(recorded: Recorded, server: ThreadingHTTPServer) -> None:
+def test_concurrent_clients(recorded: Recorded, server: ReplayServer) -> None:
     """32 clients x 200 requests each on keep-alive connections: no error, every body right."""
     clients, per_client = 32, 200
     plan: list[tuple[str, str, bytes | None, int, bytes | None]] = [

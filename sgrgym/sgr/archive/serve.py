@@ -13,19 +13,21 @@ Two request forms are understood:
 Each answer is the archived status, reason, headers and body (with ``X-Sgrgym-Snapshot:
 exact|rule|miss``); a request the pack does not hold gets the snapshot's deterministic 404.
 ``GET /`` describes the server; any other path is a 400. The server answers from the pack
-only: it never opens an outbound connection. It speaks HTTP/1.1 with keep-alive, one thread
-per connection, and disables Nagle's algorithm so that small answers leave at once.
+only: it never opens an outbound connection.
+
+It is one asyncio event loop (no thread per connection) speaking HTTP/1.1 with keep-alive;
+lookups are in-memory and records are read with ``os.pread``, so answering inside the loop
+is cheaper than handing work to threads.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
-import socketserver
 import sys
+import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, cast
 from urllib.parse import unquote
 
 from sgrgym import __version__
@@ -34,197 +36,61 @@ from sgrgym.sgr.archive.replay import Response, Snapshot
 
 REPLAY_PREFIX = "/replay/"
 MAX_REQUEST_BODY = 64 * 1024 * 1024
+MAX_HEAD = 64 * 1024
+IDLE_TIMEOUT_S = 120.0
+SERVER = f"sgrgym-replay/{__version__}"
 _ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
 _ONE_SLASH = re.compile(r"^(https?):/(?!/)", re.IGNORECASE)  # some clients merge "//"
 _QUOTED = re.compile(r"^https?%3A", re.IGNORECASE)  # a target sent percent-encoded whole
 _OWN_HEADERS = {"content-length", "connection", "keep-alive", "transfer-encoding"}
+_METHODS = ("GET", "HEAD", "POST")
+_REASONS = {200: "OK", 400: "Bad Request", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway"}  # fmt: skip
 
 
-class ReplayServer(ThreadingHTTPServer):
-    """A threading HTTP server that answers every request from one :class:`Snapshot`."""
+class BadRequest(Exception):
+    """The request cannot be understood; the connection is closed after the answer."""
 
-    daemon_threads = True
-    request_queue_size = 128  # many clients opening connections at once are not refused
-
-    def __init__(self, snapshot: Snapshot, host: str, port: int, log_requests: bool = False):
-        self.snapshot = snapshot
-        self.log_requests = log_requests
-        if ":" in host:  # an IPv6 literal such as ::1
-            self.address_family = socket.AF_INET6
-        super().__init__((host, port), ReplayHandler)
-
-    def server_bind(self) -> None:
-        """Bind without HTTPServer's ``getfqdn`` (a name lookup that may leave the machine)."""
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = str(host)
-        self.server_port = int(port)
-
-    def handle_error(
-        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
-    ) -> None:
-        """A client that went away mid-answer is no error; anything else is reported."""
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-    @property
-    def base_url(self) -> str:
-        """``http://host:port/`` of the bound socket (IPv6 hosts in brackets)."""
-        host, port = self.server_address[:2]
-        shown = f"[{host!s}]" if ":" in str(host) else str(host)
-        return f"http://{shown}:{port}/"
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-class ReplayHandler(BaseHTTPRequestHandler):
-    """One connection: parse each request, look it up in the snapshot, write the answer."""
+class Request:
+    """One parsed request: method, target, version and headers (names lower-cased)."""
 
-    protocol_version = "HTTP/1.1"
-    server_version = f"sgrgym-replay/{__version__}"
-    disable_nagle_algorithm = True
-    wbufsize = 64 * 1024  # status line, headers and body leave in as few sends as possible
-    timeout = 120  # seconds an idle keep-alive connection keeps its thread
+    __slots__ = ("headers", "method", "target", "version")
 
-    def version_string(self) -> str:
-        return self.server_version
+    def __init__(self, head: bytes) -> None:
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise BadRequest(400, f"malformed request line {lines[0][:200]!r}")
+        self.method, self.target, self.version = parts
+        self.headers: dict[str, str] = {}
+        for line in lines[1:]:
+            if line:
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise BadRequest(400, f"malformed header line {line[:200]!r}")
+                self.headers[name.strip().lower()] = value.strip()
 
     @property
-    def replay_server(self) -> ReplayServer:
-        return cast(ReplayServer, self.server)
+    def keep_alive(self) -> bool:
+        connection = self.headers.get("connection", "").lower()
+        if self.version == "HTTP/1.0":
+            return connection == "keep-alive"
+        return connection != "close"
 
-    def log_message(self, format: str, *args: object) -> None:
-        """Quiet unless the server was made with ``log_requests``."""
-        if self.replay_server.log_requests:
-            super().log_message(format, *args)
-
-    def handle_expect_100(self) -> bool:
-        """Send ``100 Continue`` at once: the buffered writer would otherwise hold it back."""
-        accepted = super().handle_expect_100()
-        self.wfile.flush()
-        return accepted
-
-    def send_header(self, keyword: str, value: str) -> None:
-        """Like the base class, but archived non-Latin-1 text goes out as its UTF-8 bytes."""
-        super().send_header(_latin1(keyword), _latin1(value))
-
-    def do_GET(self) -> None:
-        self._answer("GET")
-
-    def do_HEAD(self) -> None:
-        self._answer("HEAD")
-
-    def do_POST(self) -> None:
-        self._answer("POST")
-
-    def _target(self) -> str | None:
-        """The archived URL asked for, or None when the path is in neither form."""
-        path = self.path
-        if path.startswith(REPLAY_PREFIX):
-            path = path[len(REPLAY_PREFIX) :]
-            if _QUOTED.match(path):
-                path = unquote(path)
-            path = _ONE_SLASH.sub(r"\1://", path)
-        return path if _ABSOLUTE.match(path) else None
-
-    def _read_body(self) -> bytes | None:
-        """The request body (Content-Length); None when there is none. Raises ValueError."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            raise ValueError("chunked request bodies are not supported: send Content-Length")
-        text = self.headers.get("Content-Length", "").strip()
-        if not text:
-            return None
+    def body_length(self) -> int:
+        if "chunked" in self.headers.get("transfer-encoding", "").lower():
+            raise BadRequest(400, "chunked request bodies are not supported: send Content-Length")
+        text = self.headers.get("content-length", "").strip() or "0"
         if not text.isdigit():
-            raise ValueError(f"invalid Content-Length {text!r}")
-        length = int(text)
-        if length > MAX_REQUEST_BODY:
-            raise ValueError(f"request body larger than {MAX_REQUEST_BODY} bytes")
-        return self.rfile.read(length) if length else None
-
-    def _answer(self, method: str) -> None:
-        try:
-            body = self._read_body()
-        except ValueError as exc:
-            self.close_connection = True  # the rest of the stream cannot be trusted
-            self._send_text(400, f"{exc}\n")
-            return
-        target = self._target()
-        if target is None:
-            if self.path in ("/", "") and method != "POST":
-                self._send_text(200, self._help())
-            else:
-                self._send_text(400, self._usage(f"cannot replay {self.path!r}"))
-            return
-        try:
-            response = self._fetch(target, method, body)
-        except UserError as exc:  # a damaged record: say so, keep serving
-            self._send_text(500, f"cannot replay {target}: {exc}\n")
-            return
-        self._send(response, head_only=method == "HEAD")
-
-    def _fetch(self, url: str, method: str, body: bytes | None) -> Response:
-        """The archived answer; a HEAD the pack did not record is answered from its GET."""
-        snapshot = self.replay_server.snapshot
-        content_type = self.headers.get("Content-Type", "")
-        if method == "HEAD":
-            response = snapshot.fetch(url, "HEAD", body, content_type)
-            if response.match != "miss":
-                return response
-            method = "GET"
-        return snapshot.fetch(url, method, body, content_type)
-
-    def _send(self, response: Response, head_only: bool = False) -> None:
-        """Write the archived status, reason, headers and body with our own Content-Length."""
-        status, reason = response.status, _latin1(response.reason) or None
-        if not 100 <= status <= 599:
-            status, reason = 502, "Bad Archived Status"
-        self.send_response_only(status, reason)
-        for name, value in response.headers:
-            if name.lower() not in _OWN_HEADERS:
-                self.send_header(name, value)
-        self._finish(len(response.body))
-        if not head_only:
-            self.wfile.write(response.body)
-
-    def _send_text(self, status: int, text: str) -> None:
-        data = text.encode("utf-8")
-        self.send_response_only(status)
-        self.send_header("Content-Type", "text/plain; charset=utf-8")
-        self._finish(len(data))
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def _finish(self, length: int) -> None:
-        self.send_header("Content-Length", str(length))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        elif self.request_version == "HTTP/1.0":  # it asked for keep-alive: confirm it
-            self.send_header("Connection", "keep-alive")
-        self.end_headers()
-
-    def _origin(self) -> str:
-        host = self.headers.get("Host") or self.replay_server.base_url.split("/")[2]
-        return f"http://{host}"
-
-    def _usage(self, problem: str = "") -> str:
-        origin = self._origin()
-        lines = [
-            "Ask for an archived URL in one of two forms:",
-            f"  {origin}/replay/<absolute-url>   e.g. {origin}/replay/http://site.example/a?x=1",
-            "  a proxy-style request whose target is the absolute URL",
-            "    (GET http://site.example/a?x=1 HTTP/1.1: use this server as the HTTP proxy)",
-            "GET, HEAD and POST are answered; a POST is matched on its body and Content-Type.",
-        ]
-        return (f"{problem}\n\n" if problem else "") + "\n".join(lines) + "\n"
-
-    def _help(self) -> str:
-        snapshot = self.replay_server.snapshot
-        return (
-            "sgrgym snapshot replay server: answers only from the pack, never the network\n"
-            f"pack: {snapshot.manifest.pack}\n"
-            f"pin:  {snapshot.pin}\n"
-            f"urls: {len(snapshot.urls())} archived\n\n"
-            + self._usage()
-            + "Answers carry X-Sgrgym-Snapshot: exact | rule | miss; a miss is a 404.\n"
-        )
+            raise BadRequest(400, f"invalid Content-Length {text!r}")
+        if int(text) > MAX_REQUEST_BODY:
+            raise BadRequest(400, f"request body larger than {MAX_REQUEST_BODY} bytes")
+        return int(text)
 
 
 def _latin1(text: str) -> str:
@@ -236,7 +102,199 @@ def _latin1(text: str) -> str:
     return text
 
 
-def make_server(snapshot: Snapshot, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
+def _head(status: int, reason: str, headers: list[tuple[str, str]]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_latin1(reason) or _REASONS.get(status, 'Unknown')}"]
+    lines += [f"{_latin1(name)}: {_latin1(value)}" for name, value in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def replay_target(path: str) -> str | None:
+    """The archived URL a request asks for, or None when the path is in neither form."""
+    if path.startswith(REPLAY_PREFIX):
+        path = path[len(REPLAY_PREFIX) :]
+        if _QUOTED.match(path):
+            path = unquote(path)
+        path = _ONE_SLASH.sub(r"\1://", path)
+    return path if _ABSOLUTE.match(path) else None
+
+
+class ReplayServer:
+    """An HTTP server answering every request from one :class:`Snapshot`.
+
+    The socket is bound (and listening) when the object is made, so ``server_address`` is
+    known at once; :meth:`serve_forever` runs the event loop in the calling thread and
+    :meth:`shutdown` (from another thread) stops it.
+    """
+
+    def __init__(
+        self, snapshot: Snapshot, host: str = "127.0.0.1", port: int = 0,
+        log_requests: bool = False,
+    ) -> None:  # fmt: skip
+        self.snapshot = snapshot
+        self.log_requests = log_requests
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.socket = socket.socket(family, socket.SOCK_STREAM)
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self.socket.bind((host, port))
+        except OSError as exc:
+            self.socket.close()
+            raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+        self.socket.listen(128)
+        self.server_address: tuple[str, int] = self.socket.getsockname()[:2]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._started = threading.Event()
+        self._finished = threading.Event()
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port/`` of the bound socket (IPv6 hosts in brackets)."""
+        host, port = self.server_address
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{port}/"
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown` is called (or the thread is interrupted)."""
+        try:
+            asyncio.run(self._main())
+        finally:
+            self._finished.set()
+
+    def shutdown(self, timeout: float = 10.0) -> None:
+        """Stop :meth:`serve_forever` (call from another thread) and wait for it to end."""
+        if not self._started.wait(timeout) or self._loop is None or self._stop is None:
+            return
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._finished.wait(timeout)
+
+    def server_close(self) -> None:
+        self.socket.close()
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._connection, sock=self.socket, limit=MAX_HEAD)
+        self._started.set()
+        async with server:
+            await self._stop.wait()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            while await self._exchange(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            pass
+        finally:
+            writer.close()
+
+    async def _exchange(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; False when the connection is to be closed."""
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), IDLE_TIMEOUT_S)
+        except asyncio.IncompleteReadError:
+            return False
+        except asyncio.LimitOverrunError:
+            writer.write(self._text(431, f"request head over {MAX_HEAD} bytes\n", close=True))
+            await writer.drain()
+            return False
+        try:
+            request = Request(head)
+            if request.method not in _METHODS:
+                raise BadRequest(501, f"method {request.method} is not served (GET, HEAD, POST)")
+            length = request.body_length()
+        except BadRequest as exc:
+            writer.write(self._text(exc.status, f"{exc}\n", close=True))
+            await writer.drain()
+            return False
+        if length and request.headers.get("expect", "").lower() == "100-continue":
+            writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            await writer.drain()
+        body = await reader.readexactly(length) if length else None
+        keep = request.keep_alive
+        writer.write(self._answer(request, body, keep))
+        await writer.drain()
+        if self.log_requests:
+            print(f"{request.method} {request.target}", file=sys.stderr)
+        return keep
+
+    def _answer(self, request: Request, body: bytes | None, keep: bool) -> bytes:
+        target = replay_target(request.target)
+        if target is None:
+            if request.target in ("/", "") and request.method != "POST":
+                return self._text(200, self._help(request), keep_alive=keep, request=request)
+            usage = self._usage(request, f"cannot replay {request.target!r}")
+            return self._text(400, usage, keep_alive=keep, request=request)
+        try:
+            response = self._fetch(target, request, body)
+        except UserError as exc:  # a damaged record: say so, keep serving
+            return self._text(
+                500, f"cannot replay {target}: {exc}\n", keep_alive=keep, request=request
+            )
+        status, reason = response.status, response.reason
+        if not 100 <= status <= 599:
+            status, reason = 502, "Bad Archived Status"
+        headers = [(k, v) for k, v in response.headers if k.lower() not in _OWN_HEADERS]
+        headers += self._framing(len(response.body), keep, request)
+        head = _head(status, reason, headers)
+        return head if request.method == "HEAD" else head + response.body
+
+    def _fetch(self, url: str, request: Request, body: bytes | None) -> Response:
+        """The archived answer; a HEAD the pack did not record is answered from its GET."""
+        content_type = request.headers.get("content-type", "")
+        if request.method == "HEAD":
+            response = self.snapshot.fetch(url, "HEAD", body, content_type)
+            if response.match != "miss":
+                return response
+            return self.snapshot.fetch(url, "GET", body, content_type)
+        return self.snapshot.fetch(url, request.method, body, content_type)
+
+    @staticmethod
+    def _framing(length: int, keep: bool, request: Request | None) -> list[tuple[str, str]]:
+        headers = [("Content-Length", str(length))]
+        if not keep:
+            headers.append(("Connection", "close"))
+        elif request is not None and request.version == "HTTP/1.0":
+            headers.append(("Connection", "keep-alive"))  # it asked for keep-alive: confirm
+        return headers
+
+    def _text(
+        self, status: int, text: str, keep_alive: bool = False, close: bool = False,
+        request: Request | None = None,
+    ) -> bytes:  # fmt: skip
+        data = text.encode("utf-8")
+        headers = [("Server", SERVER), ("Content-Type", "text/plain; charset=utf-8")]
+        headers += self._framing(len(data), keep_alive and not close, request)
+        head = _head(status, _REASONS.get(status, ""), headers)
+        return head if request is not None and request.method == "HEAD" else head + data
+
+    def _usage(self, request: Request, problem: str = "") -> str:
+        origin = f"http://{request.headers.get('host') or self.base_url.split('/')[2]}"
+        lines = [
+            "Ask for an archived URL in one of two forms:",
+            f"  {origin}/replay/<absolute-url>   e.g. {origin}/replay/http://site.example/a?x=1",
+            "  a proxy-style request whose target is the absolute URL",
+            "    (GET http://site.example/a?x=1 HTTP/1.1: use this server as the HTTP proxy)",
+            "GET, HEAD and POST are answered; a POST is matched on its body and Content-Type.",
+        ]
+        return (f"{problem}\n\n" if problem else "") + "\n".join(lines) + "\n"
+
+    def _help(self, request: Request) -> str:
+        snapshot = self.snapshot
+        return (
+            "sgrgym snapshot replay server: answers only from the pack, never the network\n"
+            f"pack: {snapshot.manifest.pack}\n"
+            f"pin:  {snapshot.pin}\n"
+            f"urls: {len(snapshot.urls())} archived\n\n"
+            + self._usage(request)
+            + "Answers carry X-Sgrgym-Snapshot: exact | rule | miss; a miss is a 404.\n"
+        )
+
+
+def make_server(snapshot: Snapshot, host: str = "127.0.0.1", port: int = 0) -> ReplayServer:
     """A bound (not yet serving) replay server; port 0 picks a free port.
 
     The real address is ``server.server_address``; run it with ``server.serve_forever()``

@@ -158,13 +158,86 @@ class HttpRecord:
     body: bytes
 
 
+def _fields(lines: list[bytes]) -> list[tuple[str, str]] | None:
+    """``Name: value`` lines as pairs; None for folded or malformed lines (let warcio read them)."""
+    fields = []
+    for line in lines:
+        name, sep, value = line.partition(b":")
+        if not sep or not name or line[:1] in (b" ", b"\t"):
+            return None
+        fields.append((_text(name), _text(value)))
+    return fields
+
+
+def _text(raw: bytes) -> str:
+    """A header name or value as warcio reads it: UTF-8 when valid, else Latin-1."""
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return raw.decode("latin-1").strip()
+
+
+def _plain_response(raw: bytes, cap: int) -> HttpRecord | None:
+    """Parse a decompressed response/resource record whose body needs no decoding.
+
+    The common case on the replay hot path; anything unusual (chunked or content-encoded
+    bodies, folded headers, other record types) returns None and goes through warcio.
+    """
+    warc_head, sep, rest = raw.partition(b"\r\n\r\n")
+    warc = _fields(warc_head.split(b"\r\n")[1:]) if sep else None
+    if warc is None:
+        return None
+    named = {k.lower(): v for k, v in warc}
+    length = named.get("content-length", "")
+    if not length.isdigit() or len(rest) < int(length):
+        return None
+    block = rest[: int(length)]
+    kind = named.get("warc-type")
+    if kind == "resource":
+        mime = named.get("content-type") or "application/octet-stream"
+        return (
+            HttpRecord(200, "OK", (("Content-Type", mime),), block) if len(block) <= cap else None
+        )
+    if kind != "response":
+        return None
+    http_head, sep, body = block.partition(b"\r\n\r\n")
+    lines = http_head.split(b"\r\n")
+    fields = _fields(lines[1:]) if sep else None
+    if fields is None or len(body) > cap:
+        return None
+    for name, value in fields:
+        lowered = name.lower()
+        if lowered == "transfer-encoding" or (
+            lowered == "content-encoding" and value.lower() != "identity"
+        ):
+            return None
+    parts = lines[0].decode("latin-1").split(" ", 2)
+    if len(parts) < 2 or not parts[1].isdigit():
+        return None
+    headers = tuple((k, v) for k, v in fields if k.lower() not in _HOP_BY_HOP)
+    return HttpRecord(int(parts[1]), parts[2] if len(parts) > 2 else "", headers, body)
+
+
 def read_response(
     fd: int, path: str, offset: int, length: int, cap: int = MAX_RECORD_BYTES
 ) -> HttpRecord:
-    """Read the response (or resource) record stored at ``offset`` (``os.pread``: thread-safe)."""
+    """Read the response (or resource) record stored at ``offset`` (``os.pread``: thread-safe).
+
+    Plain records are parsed directly from the decompressed member; the rest (chunked or
+    compressed bodies, unusual headers) through warcio. Bodies over ``cap`` are an error.
+    """
     data = os.pread(fd, length, offset)
     if len(data) != length:
         raise WarcError(path, offset, f"file ends before the record's {length} bytes")
+    inflater = zlib.decompressobj(wbits=31)
+    try:
+        raw = inflater.decompress(data, cap + (1 << 16))
+    except zlib.error:
+        raw = b""  # let warcio report the damage in its words
+    if inflater.eof and not inflater.unused_data:
+        plain = _plain_response(raw, cap)
+        if plain is not None:
+            return plain
     try:
         record = next(iter(ArchiveIterator(io.BytesIO(data))))
         body = _read_capped(record.content_stream(), cap, "response body")
