@@ -46,13 +46,14 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
+from sgrgym.runs.loopback import serve_http
 from sgrgym.sgr.archive.pack import warc_files
 from sgrgym.sgr.archive.replay import Snapshot
 
@@ -118,15 +119,8 @@ def serve_documents(docs: dict[str, tuple[str, bytes]]) -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_http(Handler) as base:
+        yield base
 
 
 def build_pack(pack_dir: Path, docs: dict[str, tuple[str, bytes]]) -> tuple[str, float]:

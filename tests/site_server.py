@@ -4,11 +4,11 @@ a JSON API, a PDF report and a cache-busting parameter. All content is written h
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
+
+from sgrgym.runs.loopback import serve_http
 
 
 def tiny_pdf(text: str) -> bytes:
@@ -125,14 +125,6 @@ class Handler(BaseHTTPRequestHandler):
         )
 
 
-@contextmanager
-def serve_site() -> Iterator[str]:
+def serve_site() -> AbstractContextManager[str]:
     """Run the site on an ephemeral loopback port; yields its base URL."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve_http(Handler)
