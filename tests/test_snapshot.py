@@ -368,3 +368,11 @@ def test_read_response_plain_and_chunked_gzip(tmp_path: Path, chunked: bool) -> 
     names = [name.lower() for name, _ in record.headers]
     assert "content-type" in names and "transfer-encoding" not in names
     assert "content-encoding" not in names and "content-length" not in names
+
+
+def test_resume_with_nothing_new_keeps_the_pin(tmp_path: Path) -> None:
+    with serve_site() as base:
+        first = Recorder(tmp_path / "demo", crawl(base)).run()
+        again = Recorder(tmp_path / "demo", crawl(base)).run()
+    assert again.recorded == 0 and again.skipped == first.recorded
+    assert again.manifest_sha256 == first.manifest_sha256

@@ -14,8 +14,11 @@ def format_table(
     header: Sequence[str],
     rows: Sequence[Sequence[str]],
     groups: Sequence[tuple[str, int]] = (),
+    align: str = "",
 ) -> str:
     """Render ``rows`` under ``header``; the first column is left-aligned, the rest right.
+
+    ``align`` overrides that per column with one letter each (``l`` or ``r``), e.g. ``"rrll"``.
 
     ``groups`` optionally labels runs of columns above the header, e.g.
     ``[("", 1), ("Constraint-Guided Tasks", 3), ...]``; spans must add up to the width.
@@ -39,9 +42,13 @@ def format_table(
             start += span
         lines.append(gap.join(parts).rstrip())
 
+    sides = align or "l" + "r" * (len(header) - 1)
+
     def line(cells: Sequence[str]) -> str:
-        out = [cells[0].ljust(widths[0])]
-        out += [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)]
+        out = [
+            c.ljust(w) if side == "l" else c.rjust(w)
+            for c, w, side in zip(cells, widths, sides, strict=True)
+        ]
         return gap.join(out).rstrip()
 
     lines.append(line(header))

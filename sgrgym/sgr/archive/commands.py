@@ -142,7 +142,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"no pages match {args.query!r}")
     else:
         rows = [[str(h.rank), f"{h.score:.4f}", h.url, h.snippet[:80]] for h in hits]
-        print(format_table(["#", "Score", "URL", "Snippet"], rows))
+        print(format_table(["#", "Score", "URL", "Snippet"], rows, align="rrll"))
     return 0
 
 

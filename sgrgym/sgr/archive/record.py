@@ -39,10 +39,12 @@ from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.runs.netguard import is_loopback, loopback_only
 from sgrgym.sgr.archive.pack import (
+    MANIFEST,
     PACK_NAME,
     WARC_DIR,
     SiteInfo,
     build_manifest,
+    load_manifest,
     utc_now,
     warc_files,
     write_manifest,
@@ -369,11 +371,15 @@ class Recorder:
         )  # fmt: skip
 
     def write_manifest(self) -> str:
+        """Describe the pack's files; a resumed pack keeps the date it was first created."""
         declared = {s.host: s for s in self.spec.sites}
+        created = self.fixed_date
+        if created is None and (self.pack_dir / MANIFEST).is_file():
+            created = load_manifest(self.pack_dir).created
         manifest, _ = build_manifest(
             self.pack_dir,
             self.pack,
-            self.fixed_date or utc_now(),
+            created or utc_now(),
             self.rules,
             site_for=lambda host, _places: declared.get(host, SiteInfo(host=host)),
         )
