@@ -21,3 +21,14 @@ def write_json(text: str, out: Path | None = None) -> None:
 def progress(message: str) -> None:
     """One progress line on stderr (stdout stays clean for tables and JSON)."""
     print(message, file=sys.stderr, flush=True)
+
+
+def progress_bar(done: int, total: int, label: str = "", width: int = 30) -> None:
+    """A one-line progress bar on stderr (redrawn in place on a terminal)."""
+    filled = width * done // max(total, 1)
+    line = f"[{'=' * filled}{' ' * (width - filled)}] {done}/{total} {label}"
+    if sys.stderr.isatty():
+        end = "\n" if done >= total else ""
+        print(f"\r{line[:120]:<120}", end=end, file=sys.stderr, flush=True)
+    else:
+        print(line, file=sys.stderr, flush=True)

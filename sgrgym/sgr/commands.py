@@ -72,6 +72,141 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_TASKS_DIR = Path("tasks/sgr")
+
+
+def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:
+    """The demo task files: ``<root>/<site>/constraint.jsonl`` and ``goal.jsonl``, by site."""
+    files = []
+    for site_dir in sorted(p for p in root.glob("*") if p.is_dir()):
+        files += [
+            f for f in (site_dir / "constraint.jsonl", site_dir / "goal.jsonl") if f.is_file()
+        ]
+    if not files:
+        from sgrgym.errors import UserError
+
+        raise UserError(f"no task files under {root}/<site>/ (constraint.jsonl, goal.jsonl)")
+    return files
+
+
+def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
+    from sgrgym.report.output import progress
+    from sgrgym.sgr.sites.app import SITES, load_site
+    from sgrgym.sgr.sites.build import build_pack
+    from sgrgym.sgr.tasks import load_tasks
+
+    tasks = load_tasks(args.tasks or demo_task_files())
+    apps = [load_site(name) for name in args.sites or sorted(SITES)]
+    result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress)
+    states = ", ".join(f"{site} {n}" for site, n in sorted(result.states.items()))
+    action = "re-pinned" if result.repinned else "matches its pin"
+    print(
+        f"{result.pack_dir}: {result.records} records ({states} states); {action}; "
+        f"manifest sha256 {result.manifest_sha256}"
+    )
+    return 0
+
+
+def _open_pack(spec: str) -> tuple[Any, Any]:
+    from sgrgym.errors import UserError
+    from sgrgym.sgr.archive.replay import Snapshot
+    from sgrgym.sgr.sites.model import site_models
+
+    snapshot = Snapshot.open(spec)
+    models = site_models(snapshot.manifest.sites)
+    if not models:
+        raise UserError(f"{spec}: this pack holds no site models (build it with sgr build-packs)")
+    return snapshot, models
+
+
+def cmd_sgr_run(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
+    from sgrgym.report.output import progress_bar
+    from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
+    from sgrgym.sgr.env import Budget, SgrEnv
+    from sgrgym.sgr.run import run_card, run_tasks
+    from sgrgym.sgr.score_table import render_report
+    from sgrgym.sgr.sites.reference import Reference, reference_of
+    from sgrgym.sgr.tasks import load_tasks
+
+    files = args.tasks or demo_task_files()
+    tasks = load_tasks(files)
+    snapshot, models = _open_pack(args.pack)
+    references: dict[str, Reference] = {}
+    for task in tasks:
+        reference = reference_of(task)
+        if reference is not None:
+            references[task.task_id] = reference
+    agent: Any
+    if args.agent == "oracle":
+        missing = [t.task_id for t in tasks if t.task_id not in references]
+        if missing:
+            raise UserError(f"the oracle needs a reference path; these tasks have none: {missing}")
+        agent = OracleAgent(references)
+    elif args.agent == "default":
+        agent = DefaultStateAgent()
+    else:
+        agent = RandomAgent(seed=args.seed, steps=args.random_steps)
+    budget = Budget(max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s)
+    env = SgrEnv(snapshot, models, budget, current_date=args.current_date)
+    card = run_card(env, agent, args.seed, files)
+    with snapshot:
+        report = run_tasks(env, agent, tasks, args.out, card, None if args.quiet else progress_bar)
+    if args.json:
+        write_json(report.model_dump_json(exclude={"tasks"}))
+    else:
+        print(render_report(report, f"{agent.name} agent"))
+        print(f"\nanswers, trajectories and scores in {args.out}/")
+    return 0
+
+
+def cmd_sgr_states(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
+    from sgrgym.sgr.sites.reference import answer_states, reference_of, walk
+    from sgrgym.sgr.tasks import load_tasks
+
+    tasks = {t.task_id: t for t in load_tasks(args.tasks or demo_task_files())}
+    task = tasks.get(args.task)
+    if task is None:
+        raise UserError(f"no task {args.task!r}; tasks: {', '.join(sorted(tasks))}")
+    reference = reference_of(task)
+    if reference is None:
+        raise UserError(f"task {args.task} has no reference path")
+    snapshot, models = _open_pack(args.pack)
+    with snapshot:
+        model = models.get(reference.site)
+        if model is None:
+            raise UserError(f"pack {args.pack} has no site {reference.site!r}")
+        states = walk(model, reference.path)
+        answers = {model.url(s) for s in answer_states(reference, states)}
+        nodes = []
+        for i, state in enumerate(states):
+            url = model.url(state)
+            _, how = snapshot.lookup(url)
+            nodes.append({"state": i, "url": url, "describe": state.describe(),
+                          "archived": how != "miss", "answer": url in answers})  # fmt: skip
+    edges = [
+        {"from": i, "to": i + 1, "op": op.op, "type": op.type,
+         "args": {k: v for k, v in op.model_dump().items() if v and k not in ("op", "type")}}
+        for i, op in enumerate(reference.path)
+    ]  # fmt: skip
+    if args.json:
+        write_json(json.dumps({"task_id": args.task, "site": reference.site, "states": nodes,
+                               "edges": edges}))  # fmt: skip
+        return 0
+    print(f"{args.task} on {model.title} ({model.host}): {len(edges)} operations\n")
+    for node in nodes:
+        marks = ("archived" if node["archived"] else "NOT ARCHIVED") + (
+            ", answer" if node["answer"] else ""
+        )
+        print(f"  [{node['state']}] {node['describe']}  ({marks})\n      {node['url']}")
+        if node["state"] < len(edges):
+            edge = edges[node["state"]]
+            args_text = ", ".join(f"{k}={v}" for k, v in edge["args"].items())
+            print(f"   --{edge['op']}({args_text}) [{edge['type']}]-->")
+    return 0
+
+
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
     sgr = areas.add_parser("sgr", help="SGR-Bench: tasks and scoring", description="SGR-Bench.")
@@ -122,3 +257,56 @@ def add_commands(areas: Any) -> None:
     )
     tasks.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tasks.set_defaults(handler=cmd_sgr_tasks)
+
+    build = sgr_cmds.add_parser(
+        "build-packs",
+        help="record the replica sites into the demo pack (checked against its pin)",
+        description="Start each replica site on 127.0.0.1, record its states (its own list plus "
+        "the tasks' reference states) into snapshots/<pack>/, and check the result against "
+        "the pinned manifest.json.",
+    )
+    build.add_argument("--pack", default="demo", help="pack name (default: demo)")
+    build.add_argument("--out", type=Path, default=Path("snapshots"), help="packs folder")
+    build.add_argument("--sites", nargs="+", metavar="SITE", help="default: every site")
+    build.add_argument(
+        "--tasks", nargs="+", type=Path, metavar="FILE",
+        help="task files whose reference states to record (default: tasks/sgr)",
+    )  # fmt: skip
+    build.add_argument("--update-pin", action="store_true", help="accept a new manifest pin")
+    build.set_defaults(handler=cmd_sgr_build_packs)
+
+    run = sgr_cmds.add_parser(
+        "run",
+        help="run an agent on the tasks, offline, over a pack",
+        description="Run one episode per task variant against the pack (search, fetch, pdf and "
+        "site operations, budgets as in the paper's appendix C); write answers (scorer "
+        "predictions JSONL), trajectories with diagnostics, scores and a run card to --out. "
+        "Interrupted runs resume.",
+    )
+    run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
+    run.add_argument("--agent", required=True, choices=["oracle", "default", "random"])
+    run.add_argument("--out", type=Path, required=True, metavar="DIR")
+    run.add_argument(
+        "--tasks", nargs="+", type=Path, metavar="FILE",
+        help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
+    )  # fmt: skip
+    run.add_argument("--seed", type=int, default=0, help="seed of the random agent")
+    run.add_argument("--random-steps", type=int, default=4, help="links the random agent follows")
+    run.add_argument("--max-tool-calls", type=int, default=200)
+    run.add_argument("--max-wall-s", type=float, default=6000.0)
+    run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
+    run.add_argument("--json", action="store_true", help="print the score summary as JSON")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(handler=cmd_sgr_run)
+
+    states = sgr_cmds.add_parser(
+        "states",
+        help="show a task's reference state path and which states the pack holds",
+        description="Print the task's state graph along its reference path: states (URL, "
+        "archived or not, answer-bearing or not) and operations typed control or data.",
+    )
+    states.add_argument("--task", required=True, metavar="ID")
+    states.add_argument("--pack", default="demo")
+    states.add_argument("--tasks", nargs="+", type=Path, metavar="FILE")
+    states.add_argument("--json", action="store_true")
+    states.set_defaults(handler=cmd_sgr_states)

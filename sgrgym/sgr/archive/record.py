@@ -80,6 +80,12 @@ class CrawlSpec(BaseModel):
     follow_links: bool = True
     volatile_params: list[str] | None = None
     sites: list[SiteInfo] = Field(default_factory=list)
+    proxy: str | None = Field(
+        default=None,
+        description="an HTTP proxy to send every request through (absolute-form request "
+        "lines); URLs are archived as requested, so a local app can be recorded under its "
+        "public host name",
+    )
 
 
 def read_url_list(path: Path) -> CrawlSpec:
@@ -233,6 +239,10 @@ class Recorder:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UserError(f"{url!r} is not an http(s) URL")
+        if self.spec.proxy:  # the connection goes to the proxy, not to the URL's host
+            parts = urlsplit(self.spec.proxy)
+            if parts.scheme != "http" or not parts.hostname:
+                raise UserError(f"proxy {self.spec.proxy!r} is not an http:// URL")
         if not self.allow_network and not is_loopback((parts.hostname, parts.port or 80)):
             raise UserError(
                 f"{url}: recording from {parts.hostname} needs the network; "
@@ -249,6 +259,9 @@ class Recorder:
         def apply(
             request: ArcWarcRecord, response: ArcWarcRecord, _recorder: Any
         ) -> tuple[ArcWarcRecord, ArcWarcRecord]:
+            if self.spec.proxy:  # an internal detail (and an ephemeral port): not archived
+                for record in (request, response):
+                    record.rec_headers.remove_header("WARC-Proxy-Host")
             if self.fixed_date:
                 self._ordinal += 1
                 key = (
@@ -298,6 +311,8 @@ class Recorder:
         )
         session = requests.Session()
         session.trust_env = False  # never route through proxies from the environment
+        if self.spec.proxy:
+            session.proxies = {"http": self.spec.proxy}
         with guard, open(warc_path, "ab") as out:
             writer = WARCWriter(out, gzip=True)
             while queue and recorded + skipped < self.spec.max_pages:

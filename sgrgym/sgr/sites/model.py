@@ -13,7 +13,7 @@ paper's task metadata distinguishes) recorded in reference paths and trajectorie
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -223,3 +223,14 @@ class SiteModel(BaseModel):
                 if other.kind == "page":
                     params.pop(other.params[0], None)
         return self.state(state.path, params)
+
+
+def site_models(entries: Iterable[BaseModel]) -> dict[str, SiteModel]:
+    """The site models stored in a pack manifest's ``sites`` entries (key ``model``), by name."""
+    models = {}
+    for entry in entries:
+        raw = (entry.model_extra or {}).get("model")
+        if raw is not None:
+            model = SiteModel.model_validate(raw)
+            models[model.name] = model
+    return models

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sgrgym.errors import UserError
 from sgrgym.sgr.sites.model import Op, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
+from sgrgym.sgr.tasks import ScoringTask
 
 
 class AnswerSpec(BaseModel):
@@ -66,3 +68,19 @@ def rows_as_answer(
         for row in extract_tables(page).get(table, []):
             lines.append(field_sep.join(_escape(row.get(c, ""), field_sep) for c in columns))
     return record_sep.join(lines) if lines else "NONE"
+
+
+def reference_of(task: ScoringTask) -> Reference | None:
+    """The task's ``reference`` object, validated (None when the task has none)."""
+    raw = (task.task.model_extra or {}).get("reference")
+    if raw is None:
+        return None
+    try:
+        return Reference.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(
+            f"{task.source}:{task.line}: task {task.task_id}: field reference.{where}: "
+            f"{first['msg']}"
+        ) from None

@@ -1,0 +1,148 @@
+"""Run an agent over SGR tasks on a pack: answers, trajectories, scores; resumable, deterministic.
+
+Output folder:
+
+- ``run.json``: the run card (pack pin, agent, seed, budget, date, task files with sha256,
+  sgrgym version); a folder holding another run's card is refused;
+- ``answers.jsonl``: the scorer's predictions (``{"task_id", "answer"}``), one line per
+  episode, appended as episodes end, so an interrupted run resumes where it stopped;
+- ``trajectories.jsonl``: per episode, how it ended, tool calls, every step and diagnostics;
+- ``scores.json``: the scorer's report over all tasks;
+- ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from sgrgym import __version__
+from sgrgym.errors import UserError
+from sgrgym.hashing import sha256_file
+from sgrgym.sgr.agents import Agent
+from sgrgym.sgr.diagnostics import diagnose
+from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv
+from sgrgym.sgr.score import ScoreReport, load_predictions, score_answer, score_tasks
+from sgrgym.sgr.sites.reference import reference_of
+from sgrgym.sgr.tasks import ScoringTask
+
+Progress = Callable[[int, int, str], None]
+
+
+class RunCard(BaseModel):
+    pack: str
+    pack_sha256: str
+    agent: str
+    seed: int
+    budget: Budget
+    current_date: str
+    task_files: dict[str, str]  # path -> sha256
+    sgrgym_version: str = __version__
+
+
+def run_card(
+    env: SgrEnv, agent: Agent, seed: int, task_files: Sequence[Path]
+) -> RunCard:  # fmt: skip
+    return RunCard(
+        pack=env.snapshot.manifest.pack,
+        pack_sha256=env.snapshot.pin,
+        agent=agent.name,
+        seed=seed,
+        budget=env.budget,
+        current_date=env.current_date,
+        task_files={str(p): sha256_file(p)[0] for p in task_files},
+    )
+
+
+def _done(path: Path) -> set[str]:
+    """Task ids already answered; a last line cut short by a crash is dropped."""
+    if not path.is_file():
+        return set()
+    done: set[str] = set()
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = []
+    for line in lines:
+        try:
+            done.add(json.loads(line)["task_id"])
+            kept.append(line)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            break
+    if len(kept) != len(lines):
+        path.write_text("".join(kept), encoding="utf-8")
+    return done
+
+
+def _keep_only(path: Path, task_ids: set[str]) -> None:
+    """Drop lines of episodes that did not finish (their answer was never written)."""
+    if not path.is_file():
+        return
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            if json.loads(line)["task_id"] in task_ids:
+                kept.append(line)
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    path.write_text("".join(kept), encoding="utf-8")
+
+
+def _append(path: Path, record: object) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+
+
+def run_tasks(
+    env: SgrEnv,
+    agent: Agent,
+    tasks: Sequence[ScoringTask],
+    out_dir: Path,
+    card: RunCard,
+    progress: Progress | None = None,
+) -> ScoreReport:
+    """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    card_path = out_dir / "run.json"
+    card_text = card.model_dump_json(indent=2) + "\n"
+    if card_path.is_file() and card_path.read_text(encoding="utf-8") != card_text:
+        raise UserError(
+            f"{out_dir}: holds another run (its run.json differs: agent, seed, pack or tasks); "
+            "use a new --out folder"
+        )
+    card_path.write_text(card_text, encoding="utf-8")
+    answers_path = out_dir / "answers.jsonl"
+    done = _done(answers_path)
+    for name in ("trajectories.jsonl", "timings.jsonl"):
+        _keep_only(out_dir / name, done)
+    for number, task in enumerate(tasks, start=1):
+        if task.task_id in done:
+            continue
+        obs = env.reset(task)
+        try:
+            episode = env.finish(agent.act(env, obs))
+        except BudgetExceeded as exc:
+            episode = env.finish(None, str(exc))
+        reference = reference_of(task)
+        model = env.sites.get(reference.site) if reference else None
+        score = score_answer(task, episode.answer)
+        diagnostics = diagnose(reference, model, episode.trajectory, score.item_f1)
+        _append(
+            out_dir / "trajectories.jsonl",
+            {
+                "task_id": task.task_id,
+                "ended_by": episode.ended_by,
+                "tool_calls": episode.tool_calls,
+                "steps": [asdict(step) for step in episode.trajectory],
+                "diagnostics": diagnostics.model_dump(),
+            },
+        )
+        _append(out_dir / "timings.jsonl", {"task_id": task.task_id, "wall_s": episode.wall_s})
+        _append(answers_path, {"task_id": task.task_id, "answer": episode.answer})
+        if progress:
+            progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
+    report = score_tasks(tasks, load_predictions(answers_path))
+    (out_dir / "scores.json").write_text(report.model_dump_json(indent=2) + "\n", "utf-8")
+    return report

@@ -1,0 +1,145 @@
+"""Build a demo pack: record the replica sites' states from their apps on 127.0.0.1 into WARC.
+
+The pack is built at set-up from the installed data packages and checked against the pinned
+``manifest.json`` committed in ``snapshots/<pack>/``: the same package versions and code give
+byte-identical WARC files, so the manifests match; anything else is a clear error (or, with
+``update_pin``, a new pin). The apps are only used here: tests and runs read the archive.
+
+States recorded per site: what the site lists as worth archiving, plus every state on the
+reference paths of the site's tasks. Each app is recorded through a loopback proxy so that
+pages are archived under the site's own reserved host name (``<site>.sgrgym.test``).
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sgrgym.errors import UserError
+from sgrgym.runs.loopback import serve_http
+from sgrgym.sgr.archive.pack import (
+    CACHE_DIR,
+    MANIFEST,
+    WARC_DIR,
+    SiteInfo,
+    load_manifest,
+    manifest_sha256,
+)
+from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
+from sgrgym.sgr.archive.verify import verify_pack
+from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.reference import reference_of, walk
+from sgrgym.sgr.tasks import ScoringTask
+
+PACK_DATE = "2026-01-01T00:00:00Z"
+Progress = Callable[[str], None]
+
+
+@dataclass
+class BuildResult:
+    pack_dir: Path
+    manifest_sha256: str
+    records: int
+    states: dict[str, int]  # site -> states recorded
+    repinned: bool
+
+
+def site_info(app: SiteApp) -> SiteInfo:
+    """The manifest entry of a site: host, data source, licence, and its site model."""
+    model = app.model
+    return SiteInfo(
+        host=model.host,
+        source=model.source,
+        licence=model.licence,
+        model=model.model_dump(mode="json"),
+    )
+
+
+def site_urls(app: SiteApp, tasks: Sequence[ScoringTask]) -> list[str]:
+    """The URLs to archive for ``app``: its own list, then its tasks' reference states."""
+    model = app.model
+    urls = [model.url(state) for state in app.states()]
+    for task in tasks:
+        reference = reference_of(task)
+        if reference is not None and reference.site == model.name:
+            urls += [model.url(state) for state in walk(model, reference.path)]
+    return list(dict.fromkeys(urls))
+
+
+def _record_site(work: Path, app: SiteApp, urls: list[str], sites: list[SiteInfo]) -> None:
+    with serve_http(app.handler()) as base:
+        spec = CrawlSpec(
+            requests=[RequestSpec(url=url) for url in urls],
+            proxy=base,
+            follow_links=False,
+            max_pages=len(urls) + 1,
+            sites=sites,
+        )
+        result = Recorder(work, spec, fixed_date=PACK_DATE).run()
+    if result.failed:
+        raise UserError(f"{app.model.name}: could not record: " + "; ".join(result.failed[:5]))
+
+
+def _compare(built: Path, pinned: Path) -> list[str]:
+    new, old = load_manifest(built), load_manifest(pinned)
+    old_files = {f.path: f for f in old.files}
+    problems = []
+    for f in new.files:
+        was = old_files.get(f.path)
+        if was is None or was.sha256 != f.sha256:
+            pinned_text = f"{was.sha256[:16]}... ({was.records} records)" if was else "nothing"
+            problems.append(
+                f"{f.path}: built {f.sha256[:16]}... ({f.records} records), pinned {pinned_text}"
+            )
+    if [s.model_dump() for s in new.sites] != [s.model_dump() for s in old.sites]:
+        problems.append("the sites (hosts, sources, package versions) differ")
+    return problems or ["manifest.json differs"]
+
+
+def build_pack(
+    pack_dir: Path,
+    apps: Sequence[SiteApp],
+    tasks: Sequence[ScoringTask],
+    update_pin: bool = False,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Record the sites into ``pack_dir`` and check the result against its pinned manifest."""
+    sites = [site_info(app) for app in apps]
+    pinned = pack_dir / MANIFEST
+    work = pack_dir.parent / f".{pack_dir.name}.build-{uuid.uuid4().hex[:8]}" / pack_dir.name
+    work.mkdir(parents=True)
+    counts: dict[str, int] = {}
+    try:
+        for app in apps:
+            urls = site_urls(app, tasks)
+            counts[app.model.name] = len(urls)
+            if progress:
+                progress(f"recording {app.model.name}: {len(urls)} states")
+            _record_site(work, app, urls, sites)
+        report = verify_pack(work)
+        if not report.ok:
+            raise UserError(f"the built pack does not verify: {report.problems[:3]}")
+        built = (work / MANIFEST).read_bytes()
+        repinned = False
+        if pinned.is_file() and pinned.read_bytes() != built:
+            if not update_pin:
+                problems = "\n  - ".join(_compare(work, pack_dir))
+                raise UserError(
+                    f"{pack_dir}: the built pack differs from its pinned manifest:\n  - {problems}"
+                    "\n(install the pinned package versions with `pip install -c constraints.txt "
+                    "-e .[sites]`, or re-pin on purpose with --update-pin)"
+                )
+            repinned = True
+        pack_dir.mkdir(parents=True, exist_ok=True)
+        for stale in (pack_dir / WARC_DIR, pack_dir / CACHE_DIR):
+            shutil.rmtree(stale, ignore_errors=True)
+        shutil.move(str(work / WARC_DIR), str(pack_dir / WARC_DIR))
+        if repinned or not pinned.is_file():
+            pinned.write_bytes(built)
+    finally:
+        shutil.rmtree(work.parent, ignore_errors=True)
+    manifest = load_manifest(pack_dir)
+    return BuildResult(pack_dir, manifest_sha256(pack_dir), manifest.record_count, counts, repinned)
