@@ -44,7 +44,7 @@ def test_loopback_connection_works() -> None:
         (("127.0.0.1", 1), True),
         (("::1", 1, 0, 0), True),
         (("localhost", 1), True),
-        ("/tmp/sock", True),
+        ("/run/app.sock", True),
         (("10.0.0.1", 1), False),
         (("pypi.org", 443), False),
     ],

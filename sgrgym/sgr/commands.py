@@ -99,7 +99,10 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
     apps = [load_site(name) for name in args.sites or sorted(SITES)]
     result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress)
     states = ", ".join(f"{site} {n}" for site, n in sorted(result.states.items()))
-    action = "re-pinned" if result.repinned else "matches its pin"
+    action = (
+        "re-pinned" if result.repinned else "first pin written" if result.new_pin
+        else "matches its pin"
+    )  # fmt: skip
     print(
         f"{result.pack_dir}: {result.records} records ({states} states); {action}; "
         f"manifest sha256 {result.manifest_sha256}"

@@ -44,7 +44,8 @@ class BuildResult:
     manifest_sha256: str
     records: int
     states: dict[str, int]  # site -> states recorded
-    repinned: bool
+    repinned: bool  # an existing pin was replaced (update_pin)
+    new_pin: bool = False  # there was no pin: this build wrote the first one
 
 
 def site_info(app: SiteApp) -> SiteInfo:
@@ -137,9 +138,12 @@ def build_pack(
         for stale in (pack_dir / WARC_DIR, pack_dir / CACHE_DIR):
             shutil.rmtree(stale, ignore_errors=True)
         shutil.move(str(work / WARC_DIR), str(pack_dir / WARC_DIR))
-        if repinned or not pinned.is_file():
+        new_pin = not pinned.is_file()
+        if repinned or new_pin:
             pinned.write_bytes(built)
     finally:
         shutil.rmtree(work.parent, ignore_errors=True)
     manifest = load_manifest(pack_dir)
-    return BuildResult(pack_dir, manifest_sha256(pack_dir), manifest.record_count, counts, repinned)
+    return BuildResult(
+        pack_dir, manifest_sha256(pack_dir), manifest.record_count, counts, repinned, new_pin
+    )

