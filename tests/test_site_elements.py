@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-import http.client
 import importlib.metadata
 import importlib.util
-import json
-from pathlib import Path
-from types import ModuleType
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -16,38 +11,20 @@ import pytest
 if importlib.util.find_spec("mendeleev") is None:  # pragma: no cover - optional data package
     pytest.skip("the mendeleev package is not installed", allow_module_level=True)
 
+from site_checks import SiteTaskChecks, http_get, site_fixtures
+
 from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.score import score_answer
-from sgrgym.sgr.sites.app import NotFound, SiteApp, load_site
+from sgrgym.sgr.sites.app import NotFound, SiteApp
 from sgrgym.sgr.sites.model import Op, SiteError, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
-from sgrgym.sgr.sites.reference import Reference, answer_states, rows_as_answer, walk
-from sgrgym.sgr.tasks import ScoringTask, load_tasks
 
-TASK_DIR = Path(__file__).resolve().parent.parent / "tasks" / "sgr" / "elements"
-TASK_FILES = [TASK_DIR / "constraint.jsonl", TASK_DIR / "goal.jsonl"]
+app, tasks = site_fixtures("elements")
 
 
-@pytest.fixture(scope="module")
-def app() -> SiteApp:
-    return load_site("elements")
+class TestElementsTasks(SiteTaskChecks):
+    """Reference script, task-set shape and reference paths of the elements tasks."""
 
-
-@pytest.fixture(scope="module")
-def tasks() -> list[ScoringTask]:
-    return load_tasks(TASK_FILES)
-
-
-def _reference_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("elements_reference", TASK_DIR / "reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _reference(task: ScoringTask) -> Reference:
-    return Reference.model_validate((task.task.model_extra or {})["reference"])
+    site = "elements"
 
 
 def _results(page: bytes) -> list[dict[str, str]]:
@@ -114,65 +91,16 @@ def test_filters_window_and_sort_change_the_rows(app: SiteApp) -> None:
         app.render(model.state("/isotopes", {"from": "1950", "to": "1940"}))
 
 
-def test_reference_script_matches_the_task_files() -> None:
-    answers = _reference_module().answers()
-    for path in TASK_FILES:
-        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
-        assert {r["task_id"].removesuffix("-g"): r["oracle_answer"] for r in records} == answers
-
-
-def test_task_set_shape(tasks: list[ScoringTask]) -> None:
-    assert sorted(t.task_id for t in tasks) == sorted(
-        [f"elements_{n:03d}{s}" for n in range(1, 5) for s in ("", "-g")]
-    )
-    references = [_reference(t) for t in tasks if t.variant == "CG"]
-    assert all(2 <= t.task.oracle_output_cardinality <= 20 for t in tasks)
-    assert any(op.type == "data" for r in references for op in r.path)
-    assert any(
-        len(r.answer.states) > 1 or any(op.op == "page" for op in r.path) for r in references
-    )
-
-
-def test_reference_paths_reproduce_every_answer(app: SiteApp, tasks: list[ScoringTask]) -> None:
-    model = app.model
-    for task in tasks:
-        assert model.parse_url(task.task.start_url or "") == model.default_state()
-        reference = _reference(task)
-        assert reference.site == "elements"
-        states = walk(model, reference.path)
-        pages = [app.render(s) for s in answer_states(reference, states)]
-        answer = rows_as_answer(
-            pages, reference.answer.table, task.columns, task.field_sep, task.record_sep
-        )
-        score = score_answer(task, answer)
-        assert (score.item_f1, score.row_f1, score.poa) == (1.0, 1.0, 1.0), task.task_id
-        start = rows_as_answer(
-            [app.render(states[0])], "results", task.columns, task.field_sep, task.record_sep
-        )
-        assert score_answer(task, start).item_f1 < 0.5, task.task_id
-
-
-def _get(base: str, target: str) -> tuple[int, bytes]:
-    parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
-    try:
-        conn.request("GET", target)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
 def test_http_handler_serves_proxy_and_origin_requests(app: SiteApp) -> None:
     model = app.model
     with serve_http(app.handler()) as base:
-        status, body = _get(base, model.base + "/elements?series=halogens&sort=year")
+        status, body = http_get(base, model.base + "/elements?series=halogens&sort=year")
         assert status == 200
         assert [r["symbol"] for r in _results(body)][:2] == ["Cl", "I"]
-        status, body = _get(base, "/isotopes?element=Cl&from=1930&to=1949")
+        status, body = http_get(base, "/isotopes?element=Cl&from=1930&to=1949")
         assert status == 200
         assert body == app.render(model.state("/isotopes", {"element": "Cl", "from": "1930",
                                                             "to": "1949"}))  # fmt: skip
-        assert _get(base, "/elements?group=99")[0] == 400
-        assert _get(base, "/isotopes?order=sideways")[0] == 400
-        assert _get(base, "/elements?page=99")[0] == 404
+        assert http_get(base, "/elements?group=99")[0] == 400
+        assert http_get(base, "/isotopes?order=sideways")[0] == 400
+        assert http_get(base, "/elements?page=99")[0] == 404

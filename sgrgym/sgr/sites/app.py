@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler
 from urllib.parse import urlsplit
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.model import SiteError, SiteModel, State
+from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
 
 FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
 
@@ -29,8 +29,7 @@ SITES: dict[str, str] = {
 }
 
 
-class NotFound(SiteError):
-    """A valid state that has nothing to show (e.g. an unknown node id): HTTP 404."""
+__all__ = ["SITES", "NotFound", "SiteApp", "load_site"]
 
 
 class SiteApp(abc.ABC):

@@ -30,9 +30,19 @@ from functools import lru_cache
 from pathlib import Path
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import NotFound, SiteApp
+from sgrgym.sgr.sites.app import SiteApp
 from sgrgym.sgr.sites.model import Control, Op, OpName, Route, SiteError, SiteModel, State
-from sgrgym.sgr.sites.page import Choice, ControlLinks, Table, render_page
+from sgrgym.sgr.sites.page import (
+    ORDERS,
+    Choice,
+    ControlLinks,
+    Table,
+    descending,
+    pager,
+    paginate,
+    render_page,
+    sort_rows,
+)
 
 PACKAGE = "cwe2"
 NS = "{http://cwe.mitre.org/cwe-7}"
@@ -44,7 +54,6 @@ STATUSES = ("Stable", "Draft", "Incomplete", "Deprecated", "Obsolete")
 ABSTRACTIONS = ("Pillar", "Class", "Base", "Variant", "Compound")
 LIKELIHOODS = ("High", "Medium", "Low")
 SORT_KEYS = ("id", "name", "submitted")
-ORDERS = ("asc", "desc")
 
 Row = dict[str, str]
 
@@ -358,35 +367,17 @@ def entry_row(entry: Entry) -> Row:
     }
 
 
-def page_number(state: State) -> int:
-    """The requested page (SiteError when it is not a positive integer)."""
-    text = state.get("page", "1")
-    if not text.isdigit() or int(text) < 1:
-        raise SiteError(f"cwe{state.path}: page must be a positive integer, not {text!r}")
-    return int(text)
-
-
-def paginate(items: Sequence[Entry], state: State) -> tuple[list[Entry], int, int]:
-    """(items on the requested page, page, number of pages); NotFound past the last page."""
-    pages = max(1, math.ceil(len(items) / PAGE_SIZE))
-    page = page_number(state)
-    if page > pages:
-        raise NotFound(f"cwe{state.path}: page {page} of {pages} does not exist")
-    return list(items[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]), page, pages
+SORT_GETTERS: dict[str, Callable[[Entry], str | int]] = {
+    "id": lambda e: e.id,
+    "name": lambda e: e.name,
+    "submitted": lambda e: e.submitted,
+}
 
 
 def sort_entries(items: Iterable[Entry], state: State) -> list[Entry]:
     """Sort by the state's key and order; ties keep ascending id."""
-    key, order = state.get("sort", "id"), state.get("order", "asc")
-    if order not in ORDERS:
-        raise SiteError(f"cwe{state.path}: order must be one of {ORDERS}, not {order!r}")
-    by_id = sorted(items, key=lambda e: e.id)
-    getters: dict[str, Callable[[Entry], str | int]] = {
-        "id": lambda e: e.id,
-        "name": lambda e: e.name,
-        "submitted": lambda e: e.submitted,
-    }
-    return sorted(by_id, key=getters[key], reverse=order == "desc")
+    reverse = descending(state)
+    return sort_rows(items, SORT_GETTERS[state.get("sort", "id")], lambda e: e.id, reverse)
 
 
 def facet_test(state: State) -> Callable[[Entry], bool]:
@@ -460,12 +451,6 @@ class CweApp(SiteApp):
                 choices.append(Choice(label, chosen, (key, order) == current))
         return ControlLinks("Sort by", choices)
 
-    def _pager(self, state: State, page: int, pages: int) -> list[Choice]:
-        return [
-            Choice(str(n), self._op(state, "page", "page", str(n)), n == page)
-            for n in range(1, pages + 1)
-        ]
-
     def _open_links(self, label: str, ids: Iterable[int]) -> ControlLinks:
         """Links opening entries: weaknesses in the hierarchy, categories in the category list."""
         choices = []
@@ -484,7 +469,7 @@ class CweApp(SiteApp):
         intro: str,
         tables: Sequence[Table],
         controls: Sequence[ControlLinks],
-        pager: Sequence[Choice],
+        pager_links: Sequence[Choice],
     ) -> bytes:
         """One page in the site's template, with the catalogue note at the bottom."""
         notes = [
@@ -492,7 +477,7 @@ class CweApp(SiteApp):
             f"{self.model.source}; licence: {self.model.licence}. Lists show {PAGE_SIZE} rows "
             "per page.",
         ]
-        return render_page(self.model, state, title, intro, tables, controls, pager, notes)
+        return render_page(self.model, state, title, intro, tables, controls, pager_links, notes)
 
     # routes ---------------------------------------------------------------------------------
     def render(self, state: State) -> bytes:
@@ -543,7 +528,7 @@ class CweApp(SiteApp):
             f"A browsable copy of the CWE catalogue, version {self.catalog.version}: "
             f"{len(weaknesses)} weaknesses with their categories, views and hierarchy."
         )
-        return self._page(state, "Overview", intro, [table], shortcuts, [Choice("1", state, True)])
+        return self._page(state, "Overview", intro, [table], shortcuts, [])
 
     def _weaknesses(self, state: State) -> bytes:
         """The weakness list: facets, a submission-year window, sort and pages."""
@@ -552,7 +537,7 @@ class CweApp(SiteApp):
         found = [
             e for e in self.catalog.of_kind("Weakness") if passes(e) and in_window(e, start, end)
         ]
-        shown, page, pages = paginate(sort_entries(found, state), state)
+        shown, page, pages = paginate(sort_entries(found, state), state, PAGE_SIZE)
         controls = [
             self._facet(state, "status", "Status"),
             self._facet(state, "abstraction", "Abstraction"),
@@ -566,7 +551,7 @@ class CweApp(SiteApp):
         table = Table("results", WEAKNESS_COLUMNS, [entry_row(e) for e in shown], caption)
         intro = f"Weakness entries of CWE {self.catalog.version}; {len(found)} match the settings."
         return self._page(
-            state, "Weaknesses", intro, [table], controls, self._pager(state, page, pages)
+            state, "Weaknesses", intro, [table], controls, pager(self.model, state, page, pages)
         )
 
     def _with_window_end(self, state: State, param: str, year: str) -> State:
@@ -609,14 +594,9 @@ class CweApp(SiteApp):
         if not state.get("view"):
             return self._view_list(state)
         view = self._entry(int(state.get("view")))
-        pages = max(1, math.ceil(len(view.members) / PAGE_SIZE))
-        page = page_number(state)
-        if page > pages:
-            raise NotFound(f"cwe/views: view {view.id} has {pages} page(s), not {page}")
-        first = (page - 1) * PAGE_SIZE
-        members = view.members[first : first + PAGE_SIZE]
+        members, page, pages = paginate(view.members, state, PAGE_SIZE)
         rows = []
-        for rank, member in enumerate(members, start=first + 1):
+        for rank, member in enumerate(members, start=(page - 1) * PAGE_SIZE + 1):
             entry = self.catalog.entries.get(member)
             row = entry_row(entry) if entry else {"cwe_id": cwe_label(member), "name": MISSING}
             rows.append({"rank": str(rank), **row})
@@ -629,11 +609,13 @@ class CweApp(SiteApp):
             "lists them; rank 1 comes first."
         )
         title = f"View {view.id}: {view.name}"
-        return self._page(state, title, intro, [table], controls, self._pager(state, page, pages))
+        return self._page(
+            state, title, intro, [table], controls, pager(self.model, state, page, pages)
+        )
 
     def _view_list(self, state: State) -> bytes:
         views = self.catalog.of_kind("View")
-        shown, page, pages = paginate(views, state)
+        shown, page, pages = paginate(views, state, PAGE_SIZE)
         rows = [
             {
                 "view_id": str(v.id),
@@ -653,8 +635,8 @@ class CweApp(SiteApp):
         ]
         table = Table("results", columns, rows, f"{len(views)} views; page {page} of {pages}")
         intro = "Views of the catalogue; choose one that lists its members to see them in order."
-        pager = self._pager(state, page, pages)
-        return self._page(state, "Views", intro, [table], [self._view_links(state)], pager)
+        links = pager(self.model, state, page, pages)
+        return self._page(state, "Views", intro, [table], [self._view_links(state)], links)
 
     def _categories(self, state: State) -> bytes:
         """The category list (scoped to a view, filtered by status), or one category."""
@@ -666,7 +648,7 @@ class CweApp(SiteApp):
             for c in self.catalog.of_kind("Category")
             if (not scope or int(scope) in c.member_views) and passes(c)
         ]
-        shown, page, pages = paginate(sort_entries(found, state), state)
+        shown, page, pages = paginate(sort_entries(found, state), state, PAGE_SIZE)
         rows = [
             {
                 "cwe_id": cwe_label(c.id),
@@ -703,15 +685,15 @@ class CweApp(SiteApp):
             f"Categories of CWE {self.catalog.version}; {len(found)} match the settings. "
             "Open a category to list its members."
         )
-        pager = self._pager(state, page, pages)
-        return self._page(state, "Categories", intro, [table], controls, pager)
+        links = pager(self.model, state, page, pages)
+        return self._page(state, "Categories", intro, [table], controls, links)
 
     def _category(self, state: State) -> bytes:
         """One category: its own facts and its members (filtered, sorted, paged)."""
         category = self._entry(int(state.get("id")))
         members = [self.catalog.entries[m] for m in category.members if m in self.catalog.entries]
         found = list(filter(facet_test(state), members))
-        shown, page, pages = paginate(sort_entries(found, state), state)
+        shown, page, pages = paginate(sort_entries(found, state), state, PAGE_SIZE)
         about = {
             **entry_row(category),
             "members": str(len(members)),
@@ -736,7 +718,9 @@ class CweApp(SiteApp):
         ]
         title = f"Category {cwe_label(category.id)}: {category.name}"
         intro = f"Members of category {cwe_label(category.id)}; {len(found)} match the settings."
-        return self._page(state, title, intro, tables, controls, self._pager(state, page, pages))
+        return self._page(
+            state, title, intro, tables, controls, pager(self.model, state, page, pages)
+        )
 
     def _hierarchy(self, state: State) -> bytes:
         """The pillars, or one weakness with its children, parents and categories."""
@@ -744,7 +728,7 @@ class CweApp(SiteApp):
         below = self.catalog.children.get(node_id, ()) if node_id else self.catalog.roots
         kids = [self._entry(k) for k in below]
         found = list(filter(facet_test(state), kids))
-        shown, page, pages = paginate(sort_entries(found, state), state)
+        shown, page, pages = paginate(sort_entries(found, state), state, PAGE_SIZE)
         columns = [*WEAKNESS_COLUMNS[:5], ("children", "Children"), WEAKNESS_COLUMNS[5]]
         rows = [
             {**entry_row(k), "children": str(len(self.catalog.children.get(k.id, ())))}
@@ -773,7 +757,9 @@ class CweApp(SiteApp):
             f"The ChildOf hierarchy of view {RESEARCH_VIEW}: pillars, classes, bases and "
             "variants. Opening a weakness lists its children."
         )
-        return self._page(state, title, intro, tables, controls, self._pager(state, page, pages))
+        return self._page(
+            state, title, intro, tables, controls, pager(self.model, state, page, pages)
+        )
 
     def _node_tables(self, node: Entry) -> list[Table]:
         """The opened weakness's own facts, its parents and the categories that hold it."""

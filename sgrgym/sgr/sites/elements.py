@@ -22,22 +22,31 @@ import importlib.util
 import math
 import re
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import NotFound, SiteApp
-from sgrgym.sgr.sites.model import Control, Route, SiteError, SiteModel, State
-from sgrgym.sgr.sites.page import Choice, ControlLinks, Table, render_page
+from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
+from sgrgym.sgr.sites.page import (
+    ORDERS,
+    Choice,
+    ControlLinks,
+    Table,
+    descending,
+    pager,
+    paginate,
+    render_page,
+    sort_rows,
+)
 
 PACKAGE = "mendeleev"
 LICENCE = "MIT"
 HOST = "elements.sgrgym.test"
 PAGE_SIZE = 20
-ORDERS = ("asc", "desc")
 ISOTOPE_KINDS = ("stable", "radioactive", "natural")
 KIND_LABELS = {"stable": "stable", "radioactive": "radioactive", "natural": "naturally occurring"}
 ELEMENT_SORTS = {
@@ -259,22 +268,27 @@ def isotope_row(isotope: Isotope) -> dict[str, str]:
     }
 
 
-# -- sorting and paging -------------------------------------------------------------------------
+# -- sorting ------------------------------------------------------------------------------------
 SortValue = float | str
 _Row = TypeVar("_Row", Element, Isotope)
 
 
-def sort_rows(
+def sort_missing_last(
     rows: Iterable[_Row],
     key: Callable[[_Row], SortValue | None],
     tie: Callable[[_Row], int],
-    descending: bool,
+    reverse: bool,
 ) -> list[_Row]:
-    """Rows ordered by ``key`` (missing values last in either order), ties by ``tie`` ascending."""
-    ordered = sorted(rows, key=tie)
-    keyed = [(value, row) for row in ordered if (value := key(row)) is not None]
-    keyed.sort(key=lambda pair: pair[0], reverse=descending)  # stable: ties keep ``tie`` order
-    return [row for _, row in keyed] + [row for row in ordered if key(row) is None]
+    """Rows ordered by ``key``, ties by ``tie`` ascending; missing values last in either order.
+
+    Site-specific on top of the shared :func:`~sgrgym.sgr.sites.page.sort_rows`: weights,
+    discovery years, half-lives and abundances can be missing (None, which does not compare),
+    and this site lists such rows after all the others, by ``tie``, whichever the order.
+    """
+    rows = list(rows)
+    present = [row for row in rows if key(row) is not None]
+    missing = [row for row in rows if key(row) is None]
+    return sort_rows(present, key, tie, reverse) + sorted(missing, key=tie)
 
 
 ELEMENT_KEYS: dict[str, Callable[[Element], SortValue | None]] = {
@@ -383,16 +397,6 @@ def build_model(data: Data) -> SiteModel:
 
 
 # -- the app ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Paged:
-    """One page of a sorted result list."""
-
-    rows: list[dict[str, str]]
-    page: int
-    pages: int
-    total: int
-
-
 class ElementsApp(SiteApp):
     """The elements portal: periodic browser, element list and isotope list."""
 
@@ -422,43 +426,12 @@ class ElementsApp(SiteApp):
                 params.pop(param, None)
         return self.model.state(state.path, params)
 
-    def _page_state(self, state: State, page: int) -> State:
-        params = dict(state.params)
-        params["page"] = str(page)
-        return self.model.state(state.path, params)
-
-    def _paginate(self, state: State, rows: Sequence[dict[str, str]]) -> Paged:
-        text = state.get("page", "1")
-        if not re.fullmatch(r"[0-9]{1,6}", text) or int(text) < 1:
-            raise SiteError(f"{self.model.name}{state.path}: page={text!r} is not a page number")
-        page = int(text)
-        pages = max(1, math.ceil(len(rows) / PAGE_SIZE))
-        if page > pages:
-            raise NotFound(f"{self.model.url(state)}: page {page} of {pages} does not exist")
-        start = (page - 1) * PAGE_SIZE
-        return Paged(list(rows[start : start + PAGE_SIZE]), page, pages, len(rows))
-
-    def _pager(self, state: State, paged: Paged) -> list[Choice]:
-        if paged.pages <= 1:
-            return []
-        page = paged.page
-        shown = sorted({1, paged.pages, *range(max(1, page - 3), min(paged.pages, page + 3) + 1)})
-        choices = []
-        if page > 1:
-            choices.append(Choice("previous", self._page_state(state, page - 1)))
-        choices += [Choice(str(n), self._page_state(state, n), n == page) for n in shown]
-        if page < paged.pages:
-            choices.append(Choice("next", self._page_state(state, page + 1)))
-        return choices
-
     def _sort(self, state: State, labels: dict[str, str], default: str) -> tuple[str, bool]:
         key = state.get("sort", default)
-        order = state.get("order", "asc")
-        if order not in ORDERS:
-            raise SiteError(f"{self.model.name}{state.path}: order={order!r} (use asc or desc)")
+        reverse = descending(state)
         if key not in labels:
             raise SiteError(f"{self.model.name}{state.path}: sort={key!r} is not offered")
-        return key, order == "desc"
+        return key, reverse
 
     def _sort_links(
         self, state: State, labels: dict[str, str], key: str, descending: bool
@@ -634,8 +607,8 @@ class ElementsApp(SiteApp):
             e for e in self.data.elements
             if all(facet_value(e, f) == v for f, v in selected.items())
         ]  # fmt: skip
-        ordered = sort_rows(matching, ELEMENT_KEYS[key], lambda e: e.number, descending)
-        paged = self._paginate(state, [element_row(e) for e in ordered])
+        ordered = sort_missing_last(matching, ELEMENT_KEYS[key], lambda e: e.number, descending)
+        on_page, page, pages = paginate(ordered, state, PAGE_SIZE)
         controls = [self._facet_links(state, facet, selected) for facet in FACETS]
         controls += self._sort_links(state, ELEMENT_SORTS, key, descending)
         names = dict(self.data.series)
@@ -643,15 +616,15 @@ class ElementsApp(SiteApp):
             f"{f} {names.get(v, v) if f == 'series' else v}" for f, v in selected.items()
         )
         intro = (
-            f"{paged.total} of {len(self.data.elements)} elements"
+            f"{len(ordered)} of {len(self.data.elements)} elements"
             + (f" with {shown}" if shown else "")
             + f", sorted by {ELEMENT_SORTS[key]} ({'descending' if descending else 'ascending'})"
-            + f"; page {paged.page} of {paged.pages}."
+            + f"; page {page} of {pages}."
         )
-        table = Table("results", ELEMENT_COLUMNS, paged.rows)
+        table = Table("results", ELEMENT_COLUMNS, [element_row(e) for e in on_page])
         return render_page(
             self.model, state, "Element list", intro, tables=[table], controls=controls,
-            pager=self._pager(state, paged), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _facet_links(self, state: State, facet: str, selected: dict[str, str]) -> ControlLinks:
@@ -706,13 +679,13 @@ class ElementsApp(SiteApp):
             if (element is None or i.number == element.number)
             and isotope_kind_matches(i, kind) and in_window(i)
         ]  # fmt: skip
-        ordered = sort_rows(matching, ISOTOPE_KEYS[key], lambda i: i.id, descending)
-        paged = self._paginate(state, [isotope_row(i) for i in ordered])
+        ordered = sort_missing_last(matching, ISOTOPE_KEYS[key], lambda i: i.id, descending)
+        shown, page, pages = paginate(ordered, state, PAGE_SIZE)
         controls = self._isotope_controls(state, scope, kind, start, end)
         controls += self._sort_links(state, ISOTOPE_SORTS, key, descending)
         title = f"Isotopes of {element.name}" if element else "Isotopes"
         scope_text = f"of {element.name} ({element.symbol})" if element else "of all elements"
-        parts = [f"{paged.total} {KIND_LABELS[kind] + ' ' if kind else ''}isotopes {scope_text}"]
+        parts = [f"{len(ordered)} {KIND_LABELS[kind] + ' ' if kind else ''}isotopes {scope_text}"]
         if start is not None or end is not None:
             parts.append(
                 f"discovered {start if start is not None else '...'}-"
@@ -721,9 +694,9 @@ class ElementsApp(SiteApp):
         intro = (
             ", ".join(parts)
             + f", sorted by {ISOTOPE_SORTS[key]} ({'descending' if descending else 'ascending'})"
-            + f"; page {paged.page} of {paged.pages}."
+            + f"; page {page} of {pages}."
         )
-        table = Table("results", ISOTOPE_COLUMNS, paged.rows)
+        table = Table("results", ISOTOPE_COLUMNS, [isotope_row(i) for i in shown])
         notes = self._notes(
             "Any discovery-year window can be set with this page's from and to URL parameters "
             "(years, both ends included); isotopes without a discovery year are left out of "
@@ -731,7 +704,7 @@ class ElementsApp(SiteApp):
         )
         return render_page(
             self.model, state, title, intro, tables=[table], controls=controls,
-            pager=self._pager(state, paged), notes=notes,
+            pager=pager(self.model, state, page, pages), notes=notes,
         )  # fmt: skip
 
     def _isotope_controls(
@@ -776,7 +749,7 @@ class ElementsApp(SiteApp):
         yield base
         pages = math.ceil(len(self.data.elements) / PAGE_SIZE)
         for page in range(2, pages + 1):
-            yield self._page_state(base, page)
+            yield model.state("/elements", {"page": str(page)})
         for facet in FACETS:
             for value in model.control(facet).values:
                 yield model.state("/elements", {facet: value})

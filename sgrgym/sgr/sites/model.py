@@ -43,6 +43,10 @@ class SiteError(ValueError):
     """An operation or URL that the site model does not allow (message says why)."""
 
 
+class NotFound(SiteError):
+    """A valid state that has nothing to show (an unknown node, a page past the end): 404."""
+
+
 class Control(BaseModel):
     """One state mechanism of a route; ``params`` are the URL parameters it sets.
 

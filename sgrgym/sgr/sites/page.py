@@ -8,12 +8,16 @@ pager. :func:`extract_tables` reads those tables back (agents and tests use it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from html.parser import HTMLParser
+from typing import Any, TypeVar
 
-from sgrgym.sgr.sites.model import SiteModel, State
+from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
+
+T = TypeVar("T")
+ORDERS = ("asc", "desc")
 
 
 @dataclass
@@ -93,6 +97,57 @@ def render_page(
     parts += [f'<p class="note">{escape(n)}</p>' for n in notes]
     parts.append("</body></html>")
     return "\n".join(parts).encode("utf-8")
+
+
+def paginate(
+    rows: Sequence[T], state: State, page_size: int, param: str = "page"
+) -> tuple[list[T], int, int]:
+    """(rows on the state's page, page number, number of pages).
+
+    A page that is not a positive whole number is a SiteError (400); a page past the last one
+    is NotFound (404). An empty list has one (empty) page.
+    """
+    text = state.get(param, "1")
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise SiteError(f"{state.path}: {param}={text!r} is not a page number (pages start at 1)")
+    page = int(text)
+    pages = max(1, -(-len(rows) // page_size))
+    if page > pages:
+        raise NotFound(f"{state.path}: page {page} does not exist (the list has {pages} page(s))")
+    return list(rows[(page - 1) * page_size : page * page_size]), page, pages
+
+
+def pager(
+    site: SiteModel, state: State, page: int, pages: int, param: str = "page", around: int = 2
+) -> list[Choice]:
+    """Links to the previous, first, nearby, last and next pages (none for a single page)."""
+    if pages <= 1:
+        return []
+
+    def at(number: int) -> State:
+        return site.state(state.path, {**dict(state.params), param: str(number)})
+
+    shown = sorted({1, pages, *range(max(1, page - around), min(pages, page + around) + 1)})
+    choices = [Choice("previous", at(page - 1))] if page > 1 else []
+    choices += [Choice(str(n), at(n), n == page) for n in shown]
+    if page < pages:
+        choices.append(Choice("next", at(page + 1)))
+    return choices
+
+
+def descending(state: State, param: str = "order", default: str = "asc") -> bool:
+    """True when the state asks for a descending order (SiteError for anything but asc/desc)."""
+    order = state.get(param, default)
+    if order not in ORDERS:
+        raise SiteError(f"{state.path}: {param}={order!r} (use asc or desc)")
+    return order == "desc"
+
+
+def sort_rows(
+    rows: Iterable[T], key: Callable[[T], Any], ident: Callable[[T], Any], reverse: bool
+) -> list[T]:
+    """Rows sorted by ``key``; equal keys keep ascending ``ident`` order in both directions."""
+    return sorted(sorted(rows, key=ident), key=key, reverse=reverse)
 
 
 class _TableReader(HTMLParser):

