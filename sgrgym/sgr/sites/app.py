@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import abc
 import importlib
+import importlib.metadata
+import importlib.util
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from sgrgym.errors import UserError
@@ -29,7 +32,7 @@ SITES: dict[str, str] = {
 }
 
 
-__all__ = ["SITES", "NotFound", "SiteApp", "load_site"]
+__all__ = ["SITES", "NotFound", "SiteApp", "load_site", "package_file", "package_source"]
 
 
 class SiteApp(abc.ABC):
@@ -79,6 +82,28 @@ class SiteApp(abc.ABC):
                 self.wfile.write(body)
 
         return Handler
+
+
+def package_file(site: str, package: str, pattern: str) -> Path:
+    """The last path matching ``pattern`` (a glob) inside the installed ``package``'s folder.
+
+    The package is located without importing it (some data packages import heavy libraries);
+    a missing package or file is a UserError with the install hint.
+    """
+    spec = importlib.util.find_spec(package)
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        found = sorted(Path(location).glob(pattern))
+        if found:
+            return found[-1]
+    raise UserError(
+        f"site {site} needs the package {package!r} with its data ({pattern}): "
+        'pip install -c constraints.txt -e ".[sites]"'
+    )
+
+
+def package_source(package: str) -> str:
+    """``<package> <installed version>``, the data source named in site models and packs."""
+    return f"{package} {importlib.metadata.version(package)}"
 
 
 def load_site(name: str) -> SiteApp:

