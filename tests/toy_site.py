@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from sgrgym.sgr.sites.app import NotFound, SiteApp
+from sgrgym.sgr.sites.app import SiteApp
 from sgrgym.sgr.sites.model import Control, Route, SiteModel, State
-from sgrgym.sgr.sites.page import Choice, ControlLinks, Table, render_page
+from sgrgym.sgr.sites.page import (
+    Choice,
+    ControlLinks,
+    Table,
+    descending,
+    pager,
+    paginate,
+    render_page,
+    sort_rows,
+)
 
 ROWS = [
     {"name": "alder", "kind": "tree", "height": "20", "zone": "north"},
@@ -52,33 +61,31 @@ PAGE_SIZE = 2
 class ToySite(SiteApp):
     model = MODEL
 
-    def render(self, state: State) -> bytes:
-        if state.path == "/":
-            return render_page(
-                MODEL, state, "Toy Plant Register", "A register of six plants.",
-                tables=[Table("results", [("name", "Name")], [{"name": "(choose a kind)"}])],
-                controls=[ControlLinks("Browse", [Choice("plants", MODEL.state("/plants"))])],
-            )  # fmt: skip
+    def pages(self) -> dict[str, Callable[[State], bytes]]:
+        return {"/": self._home, "/plants": self._plants}
+
+    def _home(self, state: State) -> bytes:
+        return render_page(
+            MODEL, state, "Toy Plant Register", "A register of six plants.",
+            tables=[Table("results", [("name", "Name")], [{"name": "(choose a kind)"}])],
+            controls=[ControlLinks("Browse", [Choice("plants", MODEL.state("/plants"))])],
+        )  # fmt: skip
+
+    def _plants(self, state: State) -> bytes:
         rows = [r for r in ROWS if state.get("kind") in ("", r["kind"])]
         rows = [r for r in rows if state.get("zone") in ("", r["zone"])]
         key = state.get("sort", "name")
-        rows.sort(key=lambda r: (int(r[key]) if key == "height" else r[key], r["name"]))
-        if state.get("order", "asc") == "desc":
-            rows.reverse()
-        page = int(state.get("page", "1"))
-        pages = max(1, -(-len(rows) // PAGE_SIZE))
-        if not 1 <= page <= pages:
-            raise NotFound(f"page {page} of {pages}")
-        shown = rows[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-        params = dict(state.params)
+        rows = sort_rows(
+            rows, lambda r: int(r[key]) if key == "height" else r[key], lambda r: r["name"],
+            descending(state),
+        )  # fmt: skip
+        shown, page, pages = paginate(rows, state, PAGE_SIZE)
+        kinds = [Choice(k, MODEL.state("/plants", {"kind": k})) for k in ("tree", "shrub", "herb")]
+        columns = [("name", "Name"), ("kind", "Kind"), ("height", "Height")]
         return render_page(
             MODEL, state, "Plants", "Plants of the register.",
-            tables=[Table("results", [("name", "Name"), ("kind", "Kind"), ("height", "Height")],
-                          shown)],
-            controls=[ControlLinks("Kind", [Choice(k, MODEL.state("/plants", {"kind": k}))
-                                            for k in ("tree", "shrub", "herb")])],
-            pager=[Choice(str(n), MODEL.state("/plants", {**params, "page": str(n)}), n == page)
-                   for n in range(1, pages + 1)],
+            tables=[Table("results", columns, shown)], controls=[ControlLinks("Kind", kinds)],
+            pager=pager(MODEL, state, page, pages),
         )  # fmt: skip
 
     def states(self) -> Iterable[State]:

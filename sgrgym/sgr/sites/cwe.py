@@ -467,15 +467,14 @@ class CweApp(SiteApp):
         return render_page(self.model, state, title, intro, tables, controls, pager_links, notes)
 
     # routes ---------------------------------------------------------------------------------
-    def render(self, state: State) -> bytes:
-        renderers: dict[str, Callable[[State], bytes]] = {
+    def pages(self) -> dict[str, Callable[[State], bytes]]:
+        return {
             "/": self._overview,
             "/weaknesses": self._weaknesses,
             "/views": self._views,
             "/categories": self._categories,
             "/hierarchy": self._hierarchy,
         }
-        return renderers[self.model.route(state.path).path](state)
 
     def _overview(self, state: State) -> bytes:
         """The start page: entry totals and weakness counts per facet value."""

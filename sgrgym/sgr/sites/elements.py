@@ -455,14 +455,12 @@ class ElementsApp(SiteApp):
         return [*extra, f"Data: {self.model.source} ({self.model.licence} licence)."]
 
     # -- pages ------------------------------------------------------------------------------
-    def render(self, state: State) -> bytes:
-        if state.path == "/":
-            return self._browser(state)
-        if state.path == "/elements":
-            return self._element_list(state)
-        if state.path == "/isotopes":
-            return self._isotope_list(state)
-        raise NotFound(f"{self.model.name}: no page {state.path!r}")
+    def pages(self) -> dict[str, Callable[[State], bytes]]:
+        return {
+            "/": self._browser,
+            "/elements": self._element_list,
+            "/isotopes": self._isotope_list,
+        }
 
     def _browser(self, state: State) -> bytes:
         node = state.get("node")

@@ -348,17 +348,13 @@ class PlacesApp(SiteApp):
         ]
 
     # pages
-    def render(self, state: State) -> bytes:
-        """The page of ``state`` (NotFound for unknown areas or pages past the end)."""
-        if state.path == "/":
-            return self._areas(state)
-        if state.path == "/countries":
-            return self._countries(state)
-        if state.path == "/cities":
-            return self._cities(state)
-        if state.path == "/us-counties":
-            return self._counties(state)
-        raise NotFound(f"no page {state.path}")
+    def pages(self) -> dict[str, Callable[[State], bytes]]:
+        return {
+            "/": self._areas,
+            "/countries": self._countries,
+            "/cities": self._cities,
+            "/us-counties": self._counties,
+        }
 
     def _areas(self, state: State) -> bytes:
         """The area browser: the node names continent/country/admin-1 region."""
