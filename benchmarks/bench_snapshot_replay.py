@@ -224,6 +224,33 @@ def get_once(port: int, target: str) -> tuple[int, bytes]:
         conn.close()
 
 
+def get_once_raw(port: int, target: str) -> tuple[int, bytes]:
+    """The same request as :func:`get_once` over a bare socket: the client's own cost (parsing
+    with http.client) stays out of the measured server time. Both servers get this client."""
+    request = (
+        f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+    ).encode("latin-1")
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(1 << 16):
+            chunks.append(chunk)
+    head, _, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            body = body[: int(value)]
+    return status, body
+
+
+CLIENTS: dict[str, Callable[[int, str], tuple[int, bytes]]] = {
+    "raw": get_once_raw,
+    "http.client": get_once,
+}
+
+
 def wait_until_up(port: int, target: str, proc: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -268,9 +295,11 @@ def running(
 
 
 def timed_requests(
-    server: Server, urls: list[str], expected: dict[str, bytes], clients: int
-) -> tuple[list[float], float, int]:
+    server: Server, urls: list[str], expected: dict[str, bytes], clients: int,
+    client: str = "raw",
+) -> tuple[list[float], float, int]:  # fmt: skip
     """Request ``urls`` with ``clients`` threads; (latencies, wall seconds, errors)."""
+    get = CLIENTS[client]
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -281,7 +310,7 @@ def timed_requests(
         for url in part:
             start = time.perf_counter()
             try:
-                status, body = get_once(server.port, server.target(url))
+                status, body = get(server.port, server.target(url))
             except OSError:
                 status, body = 0, b""
             mine.append(time.perf_counter() - start)
@@ -312,18 +341,20 @@ def bench_http(
         s.name: {"lat": [], "wall": 0.0, "cwall": 0.0, "errors": 0} for s in servers
     }
     for server in servers:  # warm-up
-        timed_requests(server, sample[:100], expected, 1)
+        timed_requests(server, sample[:100], expected, 1, args.client)
     for r in range(rounds):
         part = sample[r * chunk : (r + 1) * chunk]
         for server in servers if r % 2 == 0 else servers[::-1]:
-            lat, wall, errors = timed_requests(server, part, expected, 1)
-            _, cwall, cerrors = timed_requests(server, part, expected, args.clients)
+            lat, wall, errors = timed_requests(server, part, expected, 1, args.client)
+            _, cwall, cerrors = timed_requests(server, part, expected, args.clients, args.client)
             entry = stats[server.name]
             entry["lat"] += lat
             entry["wall"] += wall
             entry["cwall"] += cwall
             entry["errors"] += errors + cerrors
-    result: dict[str, Any] = {"requests_per_server": 2 * len(sample), "clients": args.clients}
+    result: dict[str, Any] = {
+        "requests_per_server": 2 * len(sample), "clients": args.clients, "client": args.client,
+    }  # fmt: skip
     for name, entry in stats.items():
         result[name] = {
             **asdict(latency(entry["lat"])),
@@ -382,6 +413,7 @@ def print_table(summary: dict[str, Any]) -> None:
     )
     web = summary["http"]
     clients = web["clients"]
+    print(f"\n(client for both servers: {web['client']})")
     print(
         f"\n(b) HTTP, new connection per request    p50 ms    p95 ms   req/s 1c  "
         f"req/s {clients}c  errors"
@@ -412,6 +444,10 @@ def main() -> int:
     parser.add_argument("--lookups", type=int, default=5000, help="library lookups")
     parser.add_argument("--http-requests", type=int, default=2000, help="per server and mode")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (req/s)")
+    parser.add_argument(
+        "--client", choices=sorted(CLIENTS), default="raw",
+        help="HTTP client used for both servers: a bare socket (default) or http.client",
+    )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=4, help="alternating HTTP rounds")
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--pywb-venv", type=Path, default=HERE / "out" / "pywb-venv")
