@@ -17,6 +17,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sgrgym.seeker import commands as seeker_commands
     from sgrgym.sgr import commands as sgr_commands
     from sgrgym.sgr.archive import commands as snapshot_commands
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     areas = parser.add_subparsers(dest="area", metavar="AREA", required=True)
     sgr_commands.add_commands(areas)
     snapshot_commands.add_commands(areas)
+    seeker_commands.add_commands(areas)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""SeekerGym: corpora, a pinned offline embedder, a LanceDB passage store, episodes."""

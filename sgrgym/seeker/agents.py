@@ -1,0 +1,108 @@
+"""Non-LLM SeekerGym agents.
+
+Two honest baselines use only what an agent may see (the abstract): ``sentences`` issues the
+abstract's sentences, ``phrases`` its noun-phrase-like word runs, ``per_step`` queries a step,
+in an order shuffled by the episode's seed. ``oracle-text`` is privileged: its queries are
+the gold passages' own texts, so it must reach completeness 1.0 in one step (cos = 1 > θ):
+it validates the environment, store and embedder together.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Protocol
+
+from sgrgym.errors import UserError
+from sgrgym.seeker.env import EpisodeState
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
+_STOPWORD_TEXT = """
+a all also an and any are as at be been both but by can do does each for from has have how if
+in into is it its may more most not of on only or other over some such than that the their
+then there these this those to use used using very was were what when which while who will
+with you your
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+class SeekerAgent(Protocol):
+    name: str
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
+        """The next step's queries (``belief`` is the rendered belief state)."""
+
+
+def _next(pool: list[str], state: EpisodeState, per_step: int) -> list[str]:
+    start = len(state.history) * per_step
+    return pool[start : start + per_step]
+
+
+def _shuffled(items: list[str], rng: random.Random) -> list[str]:
+    items = list(dict.fromkeys(items))
+    rng.shuffle(items)
+    return items
+
+
+class SentencesAgent:
+    name = "sentences"
+
+    def __init__(self, per_step: int = 2) -> None:
+        self.per_step = per_step
+        self._pool: dict[tuple[str, int], list[str]] = {}
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
+        key = (state.document.id, state.seed)
+        if key not in self._pool:
+            parts = [s.strip() for s in _SENTENCE.split(state.document.abstract) if s.strip()]
+            self._pool[key] = _shuffled(parts, rng)
+        return _next(self._pool[key], state, self.per_step)
+
+
+def noun_phrases(text: str, max_words: int = 4) -> list[str]:
+    """Runs of non-stopwords (at most ``max_words``), in order of first appearance."""
+    phrases: list[str] = []
+    run: list[str] = []
+    for word in [*_WORD.findall(text), "the"]:
+        if word.lower() in STOPWORDS:
+            if run:
+                phrases.append(" ".join(run[:max_words]))
+            run = []
+        else:
+            run.append(word)
+    return [p for p in dict.fromkeys(phrases) if len(p) > 3]
+
+
+class PhrasesAgent:
+    name = "phrases"
+
+    def __init__(self, per_step: int = 4) -> None:
+        self.per_step = per_step
+        self._pool: dict[tuple[str, int], list[str]] = {}
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
+        key = (state.document.id, state.seed)
+        if key not in self._pool:
+            self._pool[key] = _shuffled(noun_phrases(state.document.abstract), rng)
+        return _next(self._pool[key], state, self.per_step)
+
+
+class OracleTextAgent:
+    name = "oracle-text"
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
+        if state.history:
+            return []
+        return [p.text for p in state.document.passages]
+
+
+def make_agent(name: str) -> SeekerAgent:
+    agents: dict[str, SeekerAgent] = {
+        "sentences": SentencesAgent(),
+        "phrases": PhrasesAgent(),
+        "oracle-text": OracleTextAgent(),
+    }
+    if name not in agents:
+        raise UserError(f"no SeekerGym agent {name!r}; agents: {', '.join(sorted(agents))}")
+    return agents[name]

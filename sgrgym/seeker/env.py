@@ -1,0 +1,125 @@
+"""The SeekerGym environment (paper section 2.2): one document per episode.
+
+``reset(doc_id, seed)`` shows the abstract; ``step(queries)`` returns the goal passages newly
+retrieved by O(s, a) (cosine > θ, per query and in union), the monotone retrieved set, the
+completeness c = retrieved / N, and ends at the horizon M with terminal reward c (γ = 1).
+The document's passage matrix is loaded once at reset; queries are embedded by the pinned
+embedder (through the persistent query cache when one is given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sgrgym.errors import UserError
+from sgrgym.seeker.corpus import Corpus, Document, Passage
+from sgrgym.seeker.retrieval import Matrix, retrieve
+from sgrgym.seeker.store import PassageStore
+
+Embed = Callable[[Sequence[str]], Matrix]
+
+
+@dataclass(frozen=True)
+class Observation:
+    doc_id: str
+    title: str
+    abstract: str
+
+
+@dataclass
+class StepRecord:
+    """One step: the queries, what each retrieved, what was new, completeness after it."""
+
+    step: int
+    queries: list[str]
+    per_query: list[list[str]]
+    new: list[str]
+    completeness: float
+
+
+@dataclass
+class EpisodeState:
+    document: Document
+    seed: int
+    horizon: int
+    retrieved: list[str] = field(default_factory=list)  # passage ids, first retrieval order
+    history: list[StepRecord] = field(default_factory=list)
+    query_vectors: list[Matrix] = field(default_factory=list)
+
+    @property
+    def completeness(self) -> float:
+        return len(self.retrieved) / len(self.document.passages)
+
+    @property
+    def done(self) -> bool:
+        return len(self.history) >= self.horizon
+
+
+@dataclass(frozen=True)
+class StepResult:
+    new_passages: list[Passage]
+    per_query: list[list[str]]
+    completeness: float
+    done: bool
+    reward: float  # c at the terminal step (γ = 1), else 0
+
+
+class SeekerEnv:
+    """Episodes over a corpus whose passage vectors sit in a verified store."""
+
+    def __init__(
+        self, corpus: Corpus, store: PassageStore, embed: Embed, theta: float | None = None,
+        horizon: int = 10,
+    ) -> None:  # fmt: skip
+        if store.manifest.corpus != corpus.name:
+            raise UserError(
+                f"store {store.path} was built for corpus {store.manifest.corpus!r}, "
+                f"not {corpus.name!r}"
+            )
+        self.corpus = corpus
+        self.store = store
+        self.embed = embed
+        self.theta = store.manifest.theta if theta is None else theta
+        self.horizon = horizon
+        self._documents = {d.id: d for d in corpus.documents}
+        self._ids: list[str] = []
+        self._matrix: Matrix = np.zeros((0, store.manifest.dims), np.float32)
+        self.state: EpisodeState | None = None
+
+    def reset(self, doc_id: str, seed: int = 0) -> Observation:
+        document = self._documents.get(doc_id)
+        if document is None:
+            raise UserError(f"no document {doc_id!r} in corpus {self.corpus.name}")
+        ids, matrix = self.store.matrix(doc_id)
+        if ids != [p.id for p in document.passages]:
+            raise UserError(f"{doc_id}: the store's passages differ from the corpus' passages")
+        self._ids, self._matrix = ids, matrix
+        self.state = EpisodeState(document, seed, self.horizon)
+        return Observation(document.id, document.title, document.abstract)
+
+    def step(self, queries: Sequence[str]) -> StepResult:
+        state = self.state
+        if state is None or state.done:
+            raise RuntimeError("call reset() first (or the episode reached its horizon)")
+        vectors = (
+            self.embed(list(queries)) if queries else np.zeros((0, self._matrix.shape[1]), "f4")
+        )
+        per_query = [
+            [self._ids[i] for i in hit] for hit in retrieve(self._matrix, vectors, self.theta)
+        ]
+        seen = set(state.retrieved)
+        new = [pid for pid in self._ids if pid not in seen and any(pid in h for h in per_query)]
+        state.retrieved.extend(new)
+        state.query_vectors.append(vectors)
+        state.history.append(
+            StepRecord(len(state.history) + 1, list(queries), per_query, new, state.completeness)
+        )
+        by_id = {p.id: p for p in state.document.passages}
+        done = state.done
+        return StepResult(
+            [by_id[pid] for pid in new], per_query, state.completeness, done,
+            state.completeness if done else 0.0,
+        )  # fmt: skip

@@ -1,0 +1,178 @@
+"""The passage store: precomputed passage vectors in LanceDB, pinned by a content hash.
+
+``embeddings/<corpus>__<model>/`` holds a LanceDB table ``passages`` (doc_id, passage_id,
+section, order, text_sha256, vector) and ``manifest.json`` (corpus, model id, dims, θ,
+normalization, row count, sha256 of the vectors' content). LanceDB files are not
+byte-reproducible (they carry random ids), so the pin is a content hash: rows in
+(doc_id, order) order, each as doc id, passage id, text sha256 and the float32 vector bytes.
+It is recomputed and compared every time the store is opened.
+
+LanceDB is the store, not the per-step search: an episode loads its document's matrix once
+(:meth:`PassageStore.matrix`) and scores queries with numpy (:mod:`sgrgym.seeker.retrieval`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+from sgrgym.errors import UserError
+from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.seeker.retrieval import Matrix
+
+TABLE = "passages"
+MANIFEST = "manifest.json"
+DEFAULT_THETA = 0.65  # paper section 2.2 (text-embedding-3-large); each model pins its own θ
+
+
+class StoreManifest(BaseModel):
+    corpus: str
+    corpus_sha256: str  # the corpus manifest this store was built from
+    model_id: str
+    dims: int = Field(gt=0)
+    theta: float = Field(gt=-1.0, lt=1.0)
+    normalization: str = "l2"
+    rows: int = Field(ge=0)
+    vectors_sha256: str
+
+
+@dataclass(frozen=True)
+class PassageRow:
+    doc_id: str
+    passage_id: str
+    section: str
+    order: int
+    text: str
+
+
+def _content_sha256(table: Any) -> str:
+    data = table.to_arrow().sort_by([("doc_id", "ascending"), ("order", "ascending")])
+    digest = hashlib.sha256()
+    vectors = np.asarray(data["vector"].combine_chunks().flatten(), dtype="<f4")
+    dims = len(vectors) // max(1, data.num_rows)
+    vectors = vectors.reshape(data.num_rows, dims)
+    for i, (doc, pid, text_hash) in enumerate(
+        zip(
+            data["doc_id"].to_pylist(), data["passage_id"].to_pylist(),
+            data["text_sha256"].to_pylist(), strict=True,
+        )
+    ):  # fmt: skip
+        digest.update(f"{doc}\0{pid}\0{text_hash}\0".encode())
+        digest.update(vectors[i].tobytes())
+    return digest.hexdigest()
+
+
+def build_store(
+    out_dir: Path,
+    corpus: str,
+    corpus_sha256: str,
+    rows: Sequence[PassageRow],
+    embed: Callable[[Sequence[str]], Matrix],
+    model_id: str,
+    theta: float = DEFAULT_THETA,
+    batch: int = 64,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> StoreManifest:
+    """Embed every passage (in batches) and write the LanceDB table and its manifest."""
+    import lancedb
+    import pyarrow as pa
+
+    chunks = []
+    for start in range(0, len(rows), batch):
+        chunks.append(embed([r.text for r in rows[start : start + batch]]))
+        if progress:
+            progress(min(start + batch, len(rows)), len(rows), "passages embedded")
+    vectors = np.concatenate(chunks).astype(np.float32) if chunks else np.zeros((0, 1), "f4")
+    dims = int(vectors.shape[1])
+    table = pa.table(
+        {
+            "doc_id": [r.doc_id for r in rows],
+            "passage_id": [r.passage_id for r in rows],
+            "section": [r.section for r in rows],
+            "order": pa.array([r.order for r in rows], pa.int32()),
+            "text_sha256": [sha256_bytes(r.text.encode("utf-8")) for r in rows],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel()), dims),
+        }
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    db = lancedb.connect(str(out_dir))
+    db.create_table(TABLE, table, mode="overwrite")
+    manifest = StoreManifest(
+        corpus=corpus, corpus_sha256=corpus_sha256, model_id=model_id, dims=dims, theta=theta,
+        rows=len(rows), vectors_sha256=_content_sha256(db.open_table(TABLE)),
+    )  # fmt: skip
+    tmp = out_dir / (MANIFEST + ".tmp")
+    tmp.write_text(canonical_json(manifest.model_dump(mode="json")), encoding="utf-8")
+    os.replace(tmp, out_dir / MANIFEST)
+    return manifest
+
+
+class PassageStore:
+    """An opened, verified store: per-document matrices for the episodes' hot path."""
+
+    def __init__(self, path: Path, manifest: StoreManifest, table: Any) -> None:
+        self.path = path
+        self.manifest = manifest
+        self.table = table
+        data = table.to_arrow().sort_by([("doc_id", "ascending"), ("order", "ascending")])
+        vectors = np.asarray(data["vector"].combine_chunks().flatten(), dtype=np.float32)
+        self._vectors = vectors.reshape(data.num_rows, manifest.dims)
+        self._docs: dict[str, tuple[int, int]] = {}
+        self._ids = data["passage_id"].to_pylist()
+        for i, doc in enumerate(data["doc_id"].to_pylist()):
+            start, _ = self._docs.get(doc, (i, i))
+            self._docs[doc] = (start, i + 1)
+
+    @classmethod
+    def open(cls, path: Path) -> PassageStore:
+        """Open ``path`` and check its vectors against the manifest's content hash."""
+        import lancedb
+
+        try:
+            manifest = StoreManifest.model_validate_json((path / MANIFEST).read_bytes())
+        except FileNotFoundError:
+            raise UserError(
+                f"{path}: no passage store here (build it with `sgrgym seeker build-store`)"
+            ) from None
+        try:
+            table = lancedb.connect(str(path)).open_table(TABLE)
+        except (ValueError, FileNotFoundError, OSError) as exc:
+            raise UserError(f"{path}: cannot open the LanceDB table {TABLE!r} ({exc})") from None
+        found = _content_sha256(table)
+        if found != manifest.vectors_sha256:
+            raise UserError(
+                f"{path}: the stored vectors do not match the manifest (content sha256 {found}, "
+                f"pinned {manifest.vectors_sha256}); rebuild with `sgrgym seeker build-store`"
+            )
+        return cls(path, manifest, table)
+
+    def documents(self) -> list[str]:
+        return sorted(self._docs)
+
+    def matrix(self, doc_id: str) -> tuple[list[str], Matrix]:
+        """The document's passage ids and vectors, in document order (load once per episode)."""
+        span = self._docs.get(doc_id)
+        if span is None:
+            raise UserError(f"{self.path}: no document {doc_id!r} in this store")
+        start, end = span
+        return self._ids[start:end], self._vectors[start:end]
+
+    def search_lancedb(self, doc_id: str, query: Matrix, theta: float) -> list[str]:
+        """The same retrieval through a LanceDB filtered vector search (for the benchmark)."""
+        start, end = self._docs[doc_id]
+        hits = (
+            self.table.search(query).metric("cosine").where(f"doc_id = '{doc_id}'", prefilter=True)
+            .limit(end - start).to_arrow()
+        )  # fmt: skip
+        return sorted(
+            pid for pid, dist in zip(hits["passage_id"].to_pylist(),
+                                     hits["_distance"].to_pylist(), strict=True)
+            if 1.0 - dist > theta
+        )  # fmt: skip

@@ -1,0 +1,202 @@
+"""SeekerGym episodes on a tiny corpus embedded with the real pinned ONNX model.
+
+Needs the exported model (``sgrgym seeker export-model``, done at set-up); the store is
+built here from sentences written for the test.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sgrgym.errors import UserError
+from sgrgym.seeker.agents import OracleTextAgent, PhrasesAgent, SentencesAgent
+from sgrgym.seeker.belief import belief_renderer
+from sgrgym.seeker.corpus import Corpus, CorpusSource, corpus_sha256, make_document
+from sgrgym.seeker.env import SeekerEnv
+from sgrgym.seeker.run import run_seeker
+from sgrgym.seeker.store import PassageRow, PassageStore, build_store
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "embeddings" / "models"
+if not (MODELS / "all-MiniLM-L6-v2" / "model.onnx").is_file():
+    pytest.skip(
+        "the ONNX model is not exported (sgrgym seeker export-model)", allow_module_level=True
+    )
+
+from sgrgym.seeker.embed import OnnxMiniLM  # noqa: E402
+
+PASSAGES = [
+    (
+        ("Brewing",),
+        "Green tea leaves are steamed or pan-fired soon after picking to stop oxidation.",
+    ),
+    (("Brewing",), "Water just below boiling keeps green tea from turning bitter."),
+    (("Brewing",), "Black tea is fully oxidised before drying, which darkens the leaves."),
+    (("Growing",), "Tea bushes grow best on acidic soil with steady rainfall."),
+    (("Growing",), "Highland plantations produce slower-growing leaves with more aroma."),
+    (("Trade",), "Clipper ships raced to carry the first tea of the season to London."),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder() -> OnnxMiniLM:
+    return OnnxMiniLM(MODELS / "all-MiniLM-L6-v2", manifest_path=MODELS / "manifest.json")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxMiniLM) -> tuple[Corpus, Path]:
+    doc = make_document(
+        "tea", "Tea", "How tea is grown, processed and brewed, and how it was traded.", "food",
+        PASSAGES,
+    )  # fmt: skip
+    corpus = Corpus(name="tiny", source=CorpusSource(kind="test"), documents=(doc,))
+    rows = [PassageRow(doc.id, p.id, " > ".join(p.section), p.order, p.text) for p in doc.passages]
+    path = tmp_path_factory.mktemp("store") / "tiny__minilm"
+    build_store(path, "tiny", corpus_sha256(corpus), rows, embedder.embed, embedder.model_id)
+    return corpus, path
+
+
+def env_for(tiny: tuple[Corpus, Path], embedder: OnnxMiniLM, horizon: int = 3) -> SeekerEnv:
+    corpus, path = tiny
+    return SeekerEnv(corpus, PassageStore.open(path), embedder.embed, None, horizon)
+
+
+def test_oracle_text_reaches_full_completeness(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(tiny, embedder, horizon=2)
+    env.reset("tea", seed=0)
+    first = env.step([text for _, text in PASSAGES])
+    assert first.completeness == 1.0 and not first.done and first.reward == 0.0
+    assert [p.id for p in first.new_passages] == [f"p{i}" for i in range(1, 7)]
+    last = env.step([])
+    assert last.done and last.reward == 1.0 and last.new_passages == []
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(["more"])
+
+
+def test_retrieval_is_per_query_monotone_and_thresholded(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(tiny, embedder)
+    env.reset("tea")
+    result = env.step(["brewing green tea with hot water", "ships carrying tea to London"])
+    assert "p2" in result.per_query[0] and result.per_query[1] == ["p6"]
+    before = list(env.state.retrieved)  # type: ignore[union-attr]
+    again = env.step(["brewing green tea with hot water"])
+    assert again.new_passages == [] and env.state.retrieved == before  # type: ignore[union-attr]
+    strict = SeekerEnv(env.corpus, env.store, embedder.embed, theta=0.999, horizon=1)
+    strict.reset("tea")
+    assert strict.step(["completely unrelated text about volcanoes"]).completeness == 0.0
+
+
+def test_beliefs(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(tiny, embedder)
+    env.reset("tea")
+    env.step(["ships carrying tea to London", "ships carrying tea to London"])
+    state = env.state
+    assert state is not None
+    trajectory = belief_renderer("trajectory")(state)
+    assert trajectory.count("[p6]") == 2  # repeats are kept verbatim
+    assert belief_renderer("dedup")(state).count("[p6]") == 1
+    oracle = belief_renderer("oracle")(state)
+    assert "<missing id=p1>" in oracle and "[p6] Clipper ships" in oracle
+    assert "# Trade" in oracle
+    with pytest.raises(UserError, match="no belief"):
+        belief_renderer("telepathy")
+
+
+def test_runs_are_byte_identical_and_baselines_are_honest(
+    tiny,
+    embedder,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    for name in ("a", "b"):
+        run_seeker(env_for(tiny, embedder), SentencesAgent(per_step=1), belief_renderer("dedup"),
+                   "dedup", ["tea"], 2, tmp_path / name)  # fmt: skip
+    for file in ("episodes.jsonl", "summary.json"):
+        assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
+    summary = json.loads((tmp_path / "a" / "summary.json").read_text())
+    assert summary["episodes"] == 2 and len(summary["completeness_by_step"]) == 3
+    assert summary["completeness_by_step"] == sorted(summary["completeness_by_step"])
+    oracle = run_seeker(env_for(tiny, embedder, 1), OracleTextAgent(), belief_renderer("oracle"),
+                        "oracle", ["tea"], 1, tmp_path / "oracle")  # fmt: skip
+    assert oracle.final_completeness == 1.0
+    phrases = run_seeker(env_for(tiny, embedder), PhrasesAgent(), belief_renderer("trajectory"),
+                         "trajectory", ["tea"], 1, tmp_path / "phrases")  # fmt: skip
+    assert phrases.final_completeness < 1.0
+
+
+def test_embeddings_agree_across_processes(embedder) -> None:  # type: ignore[no-untyped-def]
+    code = (
+        "import sys; from pathlib import Path; from sgrgym.seeker.embed import OnnxMiniLM\n"
+        f"m = OnnxMiniLM(Path({str(MODELS / 'all-MiniLM-L6-v2')!r}), "
+        f"manifest_path=Path({str(MODELS / 'manifest.json')!r}))\n"
+        "sys.stdout.buffer.write(m.embed(['steeping time for oolong']).tobytes())"
+    )
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True).stdout
+    mine = embedder.embed(["steeping time for oolong"]).tobytes()
+    assert other == mine
+
+
+def test_tampered_store_and_mismatches(tiny, embedder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    corpus, path = tiny
+    copy = tmp_path / "store"
+    shutil.copytree(path, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest["vectors_sha256"] = "0" * 64
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(UserError, match="do not match the manifest"):
+        PassageStore.open(copy)
+    other = Corpus(name="other", source=CorpusSource(kind="test"), documents=corpus.documents)
+    with pytest.raises(UserError, match="was built for corpus 'tiny'"):
+        SeekerEnv(other, PassageStore.open(path), embedder.embed)
+    env = env_for(tiny, embedder)
+    with pytest.raises(UserError, match="no document 'coffee'"):
+        env.reset("coffee")
+
+
+def test_lancedb_search_agrees_with_the_matrix(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    env = env_for(tiny, embedder)
+    env.reset("tea")
+    query = "green tea brewing temperature"
+    result = env.step([query])
+    vector = embedder.embed([query])[0]
+    assert env.store.search_lancedb("tea", vector, env.theta) == sorted(result.per_query[0])
+    assert np.isclose(np.linalg.norm(vector), 1.0, atol=1e-6)
+
+
+def test_gymnasium_wrapper_passes_check_env(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    gymnasium = pytest.importorskip("gymnasium")
+    from gymnasium.utils.env_checker import check_env
+
+    from sgrgym.seeker.gym import ENV_ID, SeekerGymEnv
+
+    env = SeekerGymEnv(env=env_for(tiny, embedder), belief="oracle")
+    check_env(env, skip_render_check=True)
+    obs, info = env.reset(seed=1, options={"doc_id": "tea"})
+    assert "Abstract:" in obs and info["doc_id"] == "tea"
+    obs, reward, terminated, _truncated, info = env.step("ships carrying tea to London")
+    assert info["new"] == ["p6"] and reward == 0.0 and not terminated
+    assert ENV_ID in gymnasium.registry
+
+
+def test_demo_store_matches_the_demo_corpus(embedder: OnnxMiniLM, tmp_path: Path) -> None:
+    from sgrgym.seeker.corpus import load_corpus
+
+    corpus_file = ROOT / "tasks" / "seeker" / "pydocs" / "corpus.jsonl"
+    if not corpus_file.is_file():
+        pytest.skip("the demo corpus is not built (sgrgym seeker build-corpus)")
+    corpus = load_corpus(corpus_file)
+    store = PassageStore.open(ROOT / "embeddings" / "pydocs__minilm-l6-onnx")
+    assert store.manifest.corpus_sha256 == corpus_sha256(corpus)
+    assert store.manifest.model_id == embedder.model_id
+    assert store.documents() == sorted(d.id for d in corpus.documents)
+    env = SeekerEnv(corpus, store, embedder.embed, None, 1)
+    doc = corpus.documents[0]
+    env.reset(doc.id)
+    assert env.step([p.text for p in doc.passages]).completeness == 1.0
