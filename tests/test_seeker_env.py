@@ -200,3 +200,35 @@ def test_demo_store_matches_the_demo_corpus(embedder: OnnxMiniLM, tmp_path: Path
     doc = corpus.documents[0]
     env.reset(doc.id)
     assert env.step([p.text for p in doc.passages]).completeness == 1.0
+
+
+def test_a_changed_vector_table_is_refused(tiny, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    import lancedb
+
+    _, path = tiny
+    copy = tmp_path / "store"
+    shutil.copytree(path, copy)
+    lancedb.connect(str(copy)).open_table("passages").delete("passage_id = 'p3'")
+    with pytest.raises(UserError, match="do not match the manifest"):
+        PassageStore.open(copy)
+
+
+def test_cli_run_and_sweep(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    from sgrgym.cli import main
+    from sgrgym.seeker.corpus import save_corpus
+
+    corpus, store = tiny
+    corpus_file = tmp_path / "tiny.jsonl"
+    save_corpus(corpus, corpus_file)
+    common = ["--corpus", "tiny", "--corpus-file", str(corpus_file), "--store", str(store),
+              "--steps", "2", "--quiet"]  # fmt: skip
+    # The CLI reads the model from embeddings/models under the working folder (the repo root).
+    code = main(["seeker", "run", *common, "--agent", "oracle-text", "--out",
+                 str(tmp_path / "run"), "--json"])  # fmt: skip
+    assert code == 0 and json.loads(capsys.readouterr().out)["final_completeness"] == 1.0
+    code = main(["seeker", "sweep-theta", *common, "--agent", "phrases", "--thetas", "0.5",
+                 "0.9", "--out", str(tmp_path / "sweep"), "--json"])  # fmt: skip
+    sweep = json.loads(capsys.readouterr().out)["final_completeness"]
+    assert code == 0 and sweep["0.50"] >= sweep["0.90"]
