@@ -10,7 +10,6 @@ the aggregates. Same inputs and seeds give byte-identical files.
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from sgrgym.report.output import jsonl_line
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.env import SeekerEnv
@@ -121,7 +121,7 @@ def run_seeker(
             for doc_id in doc_ids:
                 episode = run_episode(env, agent, render, doc_id, seed)
                 episodes.append(episode)
-                out.write(json.dumps(episode, ensure_ascii=False, sort_keys=True) + "\n")
+                out.write(jsonl_line(episode))
                 if progress:
                     progress(
                         len(episodes), total, f"{doc_id} c={episode['final_completeness']:.2f}"

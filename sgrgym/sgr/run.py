@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_file
+from sgrgym.report.output import append_jsonl
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv
@@ -90,11 +91,6 @@ def _keep_only(path: Path, task_ids: set[str]) -> None:
     path.write_text("".join(kept), encoding="utf-8")
 
 
-def _append(path: Path, record: object) -> None:
-    with path.open("a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
-
-
 def run_tasks(
     env: SgrEnv,
     agent: Agent,
@@ -129,7 +125,7 @@ def run_tasks(
         model = env.sites.get(reference.site) if reference else None
         score = score_answer(task, episode.answer)
         diagnostics = diagnose(reference, model, episode.trajectory, score.item_f1)
-        _append(
+        append_jsonl(
             out_dir / "trajectories.jsonl",
             {
                 "task_id": task.task_id,
@@ -139,8 +135,8 @@ def run_tasks(
                 "diagnostics": diagnostics.model_dump(),
             },
         )
-        _append(out_dir / "timings.jsonl", {"task_id": task.task_id, "wall_s": episode.wall_s})
-        _append(answers_path, {"task_id": task.task_id, "answer": episode.answer})
+        append_jsonl(out_dir / "timings.jsonl", {"task_id": task.task_id, "wall_s": episode.wall_s})
+        append_jsonl(answers_path, {"task_id": task.task_id, "answer": episode.answer})
         if progress:
             progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
     report = score_tasks(tasks, load_predictions(answers_path))
