@@ -173,6 +173,38 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.calibrate import (
+        CalibrateOptions,
+        render_stopping,
+        render_table,
+        run_calibration,
+    )
+
+    options = CalibrateOptions(
+        corpus_file=args.corpus_file or corpus_path(args.corpus),
+        store_dir=args.store or store_path(args.corpus, args.model),
+        model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
+        alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
+        splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
+        stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
+        estimate_cache=args.estimate_cache, out=args.out,
+    )  # fmt: skip
+    reports = run_calibration(options, None if args.quiet else progress_bar)
+    if args.json:
+        for report in reports:
+            write_json(report.model_dump_json())
+    else:
+        print(render_table(reports))
+        stopping = render_stopping(reports)
+        if stopping:
+            print(f"\nCalibrated stopping (ĉ - q̂ >= δ; agent {args.agent}, horizon "
+                  f"{args.steps}), against running to the horizon:\n{stopping}")  # fmt: skip
+        if args.out:
+            print(f"\npairs, scores and partitions in {args.out}/<estimator>/")
+    return 0
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
@@ -247,3 +279,40 @@ def add_commands(areas: Any) -> None:
     _common(sweep)
     sweep.add_argument("--thetas", nargs="+", type=float, required=True)
     sweep.set_defaults(handler=cmd_sweep_theta)
+
+    calibrate = cmds.add_parser(
+        "calibrate", help="completeness estimators: split-conformal q̂, R², coverage (table 4)",
+        description="Draw synthetic belief states (one per interval of Δ remaining passages), "
+        "estimate their completeness from the deduplicated-trajectory belief, calibrate by "
+        "split conformal prediction over 3 splits × 10 seeds, and evaluate calibrated stopping "
+        "(ĉ - q̂ >= δ) on agent episodes.",
+    )  # fmt: skip
+    calibrate.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
+    calibrate.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
+    calibrate.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
+    calibrate.add_argument("--query-cache", type=Path, metavar="FILE",
+                           help="persistent vector cache (SQLite; default: in memory)")  # fmt: skip
+    calibrate.add_argument("--estimator", nargs="+", metavar="NAME",
+                           default=["constant", "abstract-coverage", "visible-count"],
+                           help="constant | abstract-coverage | visible-count (all)")  # fmt: skip
+    calibrate.add_argument("--alpha", type=float, default=0.1, help="miscoverage α (0.1)")
+    calibrate.add_argument("--interval-width", type=int, metavar="Δ",
+                           help="width of the remaining-passage intervals, one state each "
+                           "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)")  # fmt: skip
+    calibrate.add_argument("--seed", type=int, default=0, help="pool and split seed (0)")
+    calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
+    calibrate.add_argument("--seeds", type=int, default=10, help="seeds per split (10)")
+    calibrate.add_argument("--stop-delta", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.3],
+                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3)")  # fmt: skip
+    calibrate.add_argument("--no-stopping", action="store_true",
+                           help="skip the calibrated-stopping episodes")  # fmt: skip
+    calibrate.add_argument("--agent", default="sentences", help="agent for stopping episodes")
+    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    calibrate.add_argument("--estimate-cache", type=Path, metavar="FILE",
+                           help="persistent estimate cache (JSONL)")  # fmt: skip
+    calibrate.add_argument("--out", type=Path, metavar="DIR",
+                           help="write pool.jsonl and <estimator>/pairs.jsonl etc.")  # fmt: skip
+    calibrate.add_argument("--json", action="store_true", help="one JSON object per estimator")
+    calibrate.add_argument("--quiet", action="store_true", help="no progress bar")
+    calibrate.set_defaults(handler=cmd_calibrate)

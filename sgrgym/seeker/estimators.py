@@ -1,0 +1,492 @@
+"""Completeness estimators for SeekerGym (paper sections 2.4 and 3.1, figure 2c-d).
+
+An estimator predicts the completeness ratio ĉ ∈ [0, 1] of a belief state: the fraction of the
+document's goal passages retrieved so far (true value c = retrieved / N, paper section 2.4). It
+sees only a :class:`VisibleBelief`: the title, the abstract, the texts of the retrieved passages
+and the deduplicated-trajectory rendering of them (paper section 3.3 uses that representation
+for all completeness experiments). It never sees N, the hidden passages or the true c.
+
+Estimators plug in through :class:`CompletenessEstimator`:
+
+- ``constant`` (:class:`ConstantEstimator`): the calibration split's mean completeness, the same
+  for every state. Its raw out-of-sample R² is about 0 by construction: the floor to beat.
+- ``abstract-coverage`` (:class:`AbstractCoverageEstimator`): how much of the abstract the
+  retrieved passages cover in embedding space. Each abstract sentence scores its best cosine
+  with a visible passage, mapped linearly from ``low`` (0.30: unrelated) to ``high`` (0.80:
+  near-paraphrase) onto [0, 1] and clipped; ĉ is the mean over the sentences. Vectors come from
+  the pinned embedder (through a :class:`~sgrgym.seeker.embed.CachedEmbedder`). The two anchors
+  are round values set once on the demo corpus, not fit on any split.
+- ``visible-count`` (:class:`VisibleCountEstimator`): ĉ = k / (k + K) for k visible passages; K
+  is a fixed prior for "half seen" (default 30, about half the demo corpus' mean of 60
+  passages per document). It uses no embeddings.
+- ``llm`` (:class:`LLMEstimator`): prompts a chat model (any ``ChatFunction``: a list of
+  ``{"role", "content"}`` messages in, the reply text out) with :data:`COMPLETENESS_PROMPT` and
+  reads the ratio with :func:`parse_completeness`. Wiring an LLM client is one line:
+  ``LLMEstimator(client.chat, model="name")``.
+
+Estimates are rounded to 6 decimals (last-bit BLAS differences never change output bytes) and
+cached per (estimator id, state key) in an :class:`EstimateCache`, optionally persisted as
+JSONL, so a calibration protocol never computes an estimate twice.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from sgrgym.errors import UserError
+from sgrgym.hashing import sha256_bytes
+from sgrgym.seeker.belief import Renderer, dedup_belief
+from sgrgym.seeker.embed import Embedder, FloatMatrix
+from sgrgym.seeker.env import EpisodeState
+
+DECIMALS = 6
+
+# --------------------------------------------------------------------------------------------
+# What an estimator may see
+
+
+@dataclass(frozen=True)
+class VisibleBelief:
+    """The part of a belief state an estimator may see (never N nor the hidden passages).
+
+    ``passages`` are the retrieved passages' texts in retrieval order; ``text`` is the rendered
+    belief (deduplicated trajectory by default) that an LLM estimator is shown.
+    """
+
+    title: str
+    abstract: str
+    passages: tuple[str, ...]
+    text: str
+
+    @property
+    def key(self) -> str:
+        """sha256 of the rendered belief: equal beliefs share one cached estimate."""
+        return sha256_bytes(self.text.encode("utf-8"))
+
+
+def visible_belief(state: EpisodeState, render: Renderer = dedup_belief) -> VisibleBelief:
+    """The visible part of ``state``, rendered with ``render`` (deduplicated trajectory)."""
+    texts = {p.id: p.text for p in state.document.passages}
+    return VisibleBelief(
+        title=state.document.title,
+        abstract=state.document.abstract,
+        passages=tuple(texts[pid] for pid in state.retrieved),
+        text=render(state),
+    )
+
+
+class CompletenessEstimator(Protocol):
+    """Predicts the completeness ratio ĉ ∈ [0, 1] of a visible belief.
+
+    ``id`` names the estimator and its settings (the estimate cache's key); an estimator with
+    ``fits_calibration_mean`` predicts the calibration split's mean c instead (``constant``).
+    """
+
+    name: str
+    id: str
+    fits_calibration_mean: bool
+
+    def estimate(self, belief: VisibleBelief) -> float:
+        """ĉ for ``belief``, in [0, 1]."""
+        ...
+
+
+def clamp_ratio(value: float) -> float:
+    """``value`` clipped to [0, 1] and rounded to :data:`DECIMALS` decimals."""
+    return round(min(1.0, max(0.0, float(value))), DECIMALS)
+
+
+# --------------------------------------------------------------------------------------------
+# Non-LLM baselines
+
+
+class ConstantEstimator:
+    """The calibration split's mean completeness for every state (``value`` until fitted)."""
+
+    name = "constant"
+    id = "constant"
+    fits_calibration_mean = True
+
+    def __init__(self, value: float = 0.5) -> None:
+        self.value = clamp_ratio(value)
+
+    def estimate(self, belief: VisibleBelief) -> float:
+        return self.value
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
+
+
+def abstract_sentences(abstract: str) -> list[str]:
+    """The abstract split into sentences (after ``.``, ``!`` or ``?`` and before a capital)."""
+    return [s.strip() for s in _SENTENCE.split(abstract) if s.strip()]
+
+
+class AbstractCoverageEstimator:
+    """Mean over abstract sentences of a linear ramp of their best cosine to a visible passage.
+
+    A sentence whose best cosine is at most ``low`` counts 0, at least ``high`` counts 1, and
+    linearly in between; no visible passage gives 0. Cosines are computed in float64.
+    """
+
+    name = "abstract-coverage"
+    fits_calibration_mean = False
+
+    def __init__(self, embedder: Embedder, low: float = 0.30, high: float = 0.80) -> None:
+        if not -1.0 <= low < high <= 1.0:
+            raise UserError(f"abstract-coverage needs -1 <= low < high <= 1, got {low}, {high}")
+        self.embedder = embedder
+        self.low = low
+        self.high = high
+        self.id = f"{self.name}[{embedder.model_id};low={low:g};high={high:g}]"
+
+    def _vectors(self, texts: Sequence[str]) -> FloatMatrix:
+        return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
+
+    def estimate(self, belief: VisibleBelief) -> float:
+        sentences = abstract_sentences(belief.abstract)
+        if not sentences or not belief.passages:
+            return 0.0
+        cosines = self._vectors(sentences).astype(np.float64) @ (
+            self._vectors(belief.passages).astype(np.float64).T
+        )
+        best = cosines.max(axis=1)
+        ramp = np.clip((best - self.low) / (self.high - self.low), 0.0, 1.0)
+        return clamp_ratio(float(ramp.mean()))
+
+
+class VisibleCountEstimator:
+    """ĉ = k / (k + ``half``) for k visible passages: ``half`` visible passages read as 0.5."""
+
+    name = "visible-count"
+    fits_calibration_mean = False
+
+    def __init__(self, half: int = 30) -> None:
+        if half < 1:
+            raise UserError(f"visible-count needs half >= 1, got {half}")
+        self.half = half
+        self.id = f"{self.name}[half={half}]"
+
+    def estimate(self, belief: VisibleBelief) -> float:
+        k = len(belief.passages)
+        return clamp_ratio(k / (k + self.half))
+
+
+# --------------------------------------------------------------------------------------------
+# LLM estimator: interface, prompt, parser
+
+
+class ChatFunction(Protocol):
+    """A chat model: OpenAI-style messages in, the reply's text out."""
+
+    def __call__(self, messages: list[dict[str, str]]) -> str: ...
+
+
+BELIEF_SLOT = "{belief}"
+
+
+class PromptTemplate(BaseModel):
+    """A system message and a user message with one ``{belief}`` slot (filled verbatim)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    system: str
+    user: str
+
+    @field_validator("user")
+    @classmethod
+    def _has_slot(cls, value: str) -> str:
+        if value.count(BELIEF_SLOT) != 1:
+            raise ValueError(f"the user message needs exactly one {BELIEF_SLOT} slot")
+        return value
+
+    def messages(self, belief: VisibleBelief) -> list[dict[str, str]]:
+        """The chat messages for ``belief`` (no format-string parsing: braces stay as they are)."""
+        return [
+            {"role": "system", "content": self.system},
+            {"role": "user", "content": self.user.replace(BELIEF_SLOT, belief.text)},
+        ]
+
+    @property
+    def sha256(self) -> str:
+        return sha256_bytes(json.dumps([self.system, self.user]).encode("utf-8"))
+
+
+COMPLETENESS_PROMPT = PromptTemplate(
+    system=(
+        "You judge how complete a collection of retrieved passages is. A document was split "
+        "into passages; a reader searched it and retrieved some of them. You see the "
+        "document's title and abstract and the passages retrieved so far, never the ones "
+        "still missing."
+    ),
+    user=(
+        f"{BELIEF_SLOT}\n"
+        "Estimate the fraction of the document's passages that has been retrieved so far, "
+        "from 0 (nothing) to 1 (every passage). End your reply with one line of the form\n"
+        "Completeness: <number between 0 and 1>"
+    ),
+)
+
+PARSE_FAILED: None = None
+"""What :func:`parse_completeness` returns for a reply without a usable ratio."""
+
+_NUMBER = r"(?<![\w.])(?:[-+])?(?:0,\d+|\d+(?:\.\d+)?|\.\d+)(?![\w])"
+_PERCENT = r"\s*(?:%|percent\b|per\s?cent\b)"
+_WORDS = {
+    "half": 0.5,
+    "a third": 1 / 3,
+    "one third": 1 / 3,
+    "two thirds": 2 / 3,
+    "a quarter": 0.25,
+    "one quarter": 0.25,
+    "three quarters": 0.75,
+}
+_QUANTITY = re.compile(
+    rf"(?P<num>{_NUMBER})\s*(?:/|\bout\s+of\b|\bof\b)\s*(?P<den>{_NUMBER})(?!{_PERCENT})"
+    rf"|(?P<pct>{_NUMBER}){_PERCENT}"
+    rf"|(?P<bare>{_NUMBER})"
+    r"|\b(?P<word>half|a\s+third|one\s+third|two\s+thirds|a\s+quarter|one\s+quarter"
+    r"|three\s+quarters)\b",
+    re.IGNORECASE,
+)
+_THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
+_LABEL = re.compile(
+    r"(?:completeness|complete|estimate|estimated|ratio|answer|score|c_hat|ĉ)[^\d\n]{0,30}$",
+    re.IGNORECASE,
+)
+_RANGE = re.compile(r"^\s*(?:-|–|—|to|and)\s*$", re.IGNORECASE)
+_BETWEEN = re.compile(r"between\s*$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Quantity:
+    value: float | None  # None: not a usable ratio (x/0, a bare number above 100)
+    strong: bool  # a ratio form: decimal in [0, 1], percent, fraction, or word
+    percent: bool
+    bare: bool
+    start: int
+    end: int
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "."))
+
+
+def _bare(x: float) -> tuple[float | None, bool]:
+    """A bare number: a ratio in [0, 1] (strong), below 0 clamped to 0, in (1, 2) clamped to
+    1, in [2, 100] read as a percentage (weak), above 100 unusable."""
+    if x < 0.0:
+        return 0.0, True
+    if x <= 1.0:
+        return x, True
+    if x < 2.0:
+        return 1.0, True
+    if x <= 100.0:
+        return x / 100.0, False
+    return None, False
+
+
+def _quantity(match: re.Match[str]) -> _Quantity:
+    start, end = match.span()
+    if match["num"] is not None:
+        den = _number(match["den"])
+        value = _number(match["num"]) / den if den > 0 else None
+        return _Quantity(value, True, False, False, start, end)
+    if match["pct"] is not None:
+        return _Quantity(_number(match["pct"]) / 100.0, True, True, False, start, end)
+    if match["word"] is not None:
+        words = " ".join(match["word"].lower().split())
+        return _Quantity(_WORDS[words], True, False, False, start, end)
+    value, strong = _bare(_number(match["bare"]))
+    return _Quantity(value, strong, False, True, start, end)
+
+
+def _merge_ranges(text: str, found: list[_Quantity]) -> list[_Quantity]:
+    """``0.3-0.4``, ``30 to 40%`` and ``between 0.3 and 0.4`` become their midpoint."""
+    out: list[_Quantity] = []
+    for q in found:
+        prev = out[-1] if out else None
+        gap = text[prev.end : q.start] if prev else ""
+        if prev is not None and _RANGE.match(gap):
+            is_and = gap.strip().lower() == "and"
+            if not is_and or _BETWEEN.search(text[: prev.start]):
+                low = prev.value
+                if q.percent and prev.bare:  # "30-40%": both ends are percentages
+                    low = _number(text[prev.start : prev.end]) / 100.0
+                if low is not None and q.value is not None:
+                    out[-1] = _Quantity(
+                        (low + q.value) / 2, True, q.percent, False, prev.start, q.end
+                    )
+                    continue
+        out.append(q)
+    return out
+
+
+def parse_completeness(reply: str) -> float | None:
+    """The completeness ratio in a model's reply, clamped to [0, 1]; :data:`PARSE_FAILED`.
+
+    Accepts ``0.4``, ``.4``, ``0,4``, ``40%``, ``40 percent``, ``2/5``, ``2 out of 5``,
+    ``12 of 30``, ``half``, ``two thirds``, ranges (``0.3-0.4``, ``30 to 40%``, ``between 0.3
+    and 0.4``: the midpoint), JSON (``{"completeness": 0.35}``) and Markdown emphasis.
+    ``<think>…</think>`` blocks are ignored (an unclosed one and all after it too). Choice,
+    in order: the last quantity that follows a label (completeness, estimate, ratio, answer,
+    score); else the last ratio form (a decimal in [0, 1], a percentage, a fraction or a word);
+    else a lone bare number in [2, 100] read as a percentage (``40`` → 0.4). A bare number in
+    (1, 2) is clamped to 1, a negative one to 0. Several bare numbers without a label, a number
+    above 100, ``x/0`` or no number at all give :data:`PARSE_FAILED` (None).
+    """
+    lower = reply.lower()
+    if "</think>" in lower:  # the answer follows the last closed reasoning block
+        reply = reply[lower.rfind("</think>") + len("</think>") :]
+    elif "<think>" in lower:  # reasoning cut off before any answer
+        reply = reply[: lower.find("<think>")]
+    text = _THINK.sub(" ", reply).replace("**", "").replace("`", "").replace("__", "")
+    found = _merge_ranges(text, [_quantity(m) for m in _QUANTITY.finditer(text)])
+    usable = [q for q in found if q.value is not None]
+    labeled = [q for q in usable if _LABEL.search(text[max(0, q.start - 40) : q.start])]
+    strong = [q for q in usable if q.strong]
+    if labeled:
+        chosen = labeled[-1]
+    elif strong:
+        chosen = strong[-1]
+    elif len(found) == 1 and len(usable) == 1:
+        chosen = usable[0]
+    else:
+        return PARSE_FAILED
+    assert chosen.value is not None
+    if not math.isfinite(chosen.value):
+        return PARSE_FAILED
+    return clamp_ratio(chosen.value)
+
+
+class LLMEstimator:
+    """ĉ from a chat model: :data:`COMPLETENESS_PROMPT` in, :func:`parse_completeness` out.
+
+    A reply without a usable ratio counts in ``failures`` and estimates ``on_failure`` (0.0 by
+    default: a failed reading never triggers calibrated stopping). ``model`` names the model in
+    the estimator's id, with the prompt's sha256, so cached estimates never mix models or
+    prompts.
+    """
+
+    name = "llm"
+    fits_calibration_mean = False
+
+    def __init__(
+        self,
+        chat: ChatFunction | Callable[[list[dict[str, str]]], str],
+        *,
+        model: str = "llm",
+        template: PromptTemplate = COMPLETENESS_PROMPT,
+        parser: Callable[[str], float | None] = parse_completeness,
+        on_failure: float = 0.0,
+    ) -> None:
+        self.chat = chat
+        self.template = template
+        self.parser = parser
+        self.on_failure = clamp_ratio(on_failure)
+        self.failures = 0
+        self.id = f"{self.name}[{model};prompt={template.sha256[:12]}]"
+
+    def estimate(self, belief: VisibleBelief) -> float:
+        reply = self.chat(self.template.messages(belief))
+        value = self.parser(reply)
+        if value is None:
+            self.failures += 1
+            return self.on_failure
+        return clamp_ratio(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Registry and cache
+
+OFFLINE_ESTIMATORS = ("constant", "abstract-coverage", "visible-count")
+
+
+def make_estimator(name: str, embedder: Embedder | None = None) -> CompletenessEstimator:
+    """An offline estimator by name (``abstract-coverage`` needs ``embedder``)."""
+    if name == "constant":
+        return ConstantEstimator()
+    if name == "visible-count":
+        return VisibleCountEstimator()
+    if name == "abstract-coverage":
+        if embedder is None:
+            raise UserError("abstract-coverage needs the pinned embedder")
+        return AbstractCoverageEstimator(embedder)
+    if name == "llm":
+        raise UserError(
+            "the llm estimator needs a chat model from the LLM layer; in Python use "
+            "LLMEstimator(chat_function)"
+        )
+    raise UserError(f"no estimator {name!r}; estimators: {', '.join(OFFLINE_ESTIMATORS)}, llm")
+
+
+class _CachedEstimate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    estimator: str
+    key: str
+    c_hat: float
+
+
+class EstimateCache:
+    """Estimates by (estimator id, state key); with ``path``, read at start and appended to.
+
+    ``computed`` counts the estimates actually computed, ``hits`` those served from the cache.
+    """
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self.computed = 0
+        self.hits = 0
+        self._values: dict[tuple[str, str], float] = {}
+        if path is not None and path.is_file():
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                try:
+                    item = _CachedEstimate.model_validate_json(line)
+                except ValueError:
+                    raise UserError(f"{path} line {number}: not a cached estimate") from None
+                self._values.setdefault((item.estimator, item.key), item.c_hat)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, estimator_id: str, key: str) -> float | None:
+        return self._values.get((estimator_id, key))
+
+    def put(self, estimator_id: str, key: str, value: float) -> None:
+        """Store a new estimate (and append it to the file); an existing one stays."""
+        if (estimator_id, key) in self._values:
+            return
+        self._values[(estimator_id, key)] = value
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            line = _CachedEstimate(estimator=estimator_id, key=key, c_hat=value)
+            with self.path.open("a", encoding="utf-8") as out:
+                out.write(line.model_dump_json() + "\n")
+
+    def estimate(self, estimator: CompletenessEstimator, belief: VisibleBelief) -> float:
+        """The cached estimate of ``belief``, computed (once) when missing."""
+        found = self.get(estimator.id, belief.key)
+        if found is not None:
+            self.hits += 1
+            return found
+        value = clamp_ratio(estimator.estimate(belief))
+        self.computed += 1
+        self.put(estimator.id, belief.key, value)
+        return value
+
+    def estimate_all(
+        self, estimator: CompletenessEstimator, beliefs: Iterable[VisibleBelief]
+    ) -> list[float]:
+        return [self.estimate(estimator, b) for b in beliefs]
