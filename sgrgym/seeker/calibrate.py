@@ -285,8 +285,8 @@ class PartitionResult(BaseModel):
     constant: float | None = None  # the fitted calibration mean (constant estimator)
 
 
-class ProtocolResult(BaseModel):
-    """Section 3.3's protocol: mean ± std across the split-level means of the partitions."""
+class ProtocolSummary(BaseModel):
+    """Section 3.3's numbers: mean ± std across the split-level means of the partitions."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
@@ -302,6 +302,11 @@ class ProtocolResult(BaseModel):
     r2_std: float
     coverage: float
     coverage_std: float
+
+
+class ProtocolResult(ProtocolSummary):
+    """The protocol's summary with every partition behind it."""
+
     partitions: list[PartitionResult]
 
 
@@ -468,28 +473,14 @@ def evaluate_stopping(traces: Sequence[EpisodeTrace], q_hat: float, delta: float
 # One estimator end to end
 
 
-class CalibrationReport(BaseModel):
+class CalibrationReport(ProtocolSummary):
     """Table 4's numbers for one estimator, with what they were computed from."""
-
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
     estimator: str
     estimator_id: str
     corpus: str
-    alpha: float
     interval_width: int
     seed: int
-    splits: int
-    seeds: int
-    n_states: int
-    n_calibration: int
-    n_test: int
-    q_hat: float
-    q_hat_std: float
-    r2: float
-    r2_std: float
-    coverage: float
-    coverage_std: float
     pool_sha256: str
     q_hat_full_pool: float  # q̂ calibrated on every pool state (used for stopping)
     estimates_computed: int
@@ -536,12 +527,9 @@ def calibrate_estimator(
                             fit_mean=fit)  # fmt: skip
     q_full = conformal_q_hat(np.abs(c - np.asarray(c_hat, dtype=np.float64)), alpha)
     report = CalibrationReport(
+        **protocol.model_dump(exclude={"partitions"}),
         estimator=estimator.name, estimator_id=estimator.id, corpus=corpus.name,
-        alpha=protocol.alpha, interval_width=pool.interval_width, seed=pool.seed,
-        splits=splits, seeds=seeds, n_states=protocol.n_states,
-        n_calibration=protocol.n_calibration, n_test=protocol.n_test, q_hat=protocol.q_hat,
-        q_hat_std=protocol.q_hat_std, r2=protocol.r2, r2_std=protocol.r2_std,
-        coverage=protocol.coverage, coverage_std=protocol.coverage_std, pool_sha256=pool.sha256,
+        interval_width=pool.interval_width, seed=pool.seed, pool_sha256=pool.sha256,
         q_hat_full_pool=_rounded(q_full), estimates_computed=cache.computed - computed,
         estimates_cached=cache.hits - hits,
     )  # fmt: skip
