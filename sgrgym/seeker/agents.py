@@ -45,19 +45,33 @@ def _shuffled(items: list[str], rng: random.Random) -> list[str]:
     return items
 
 
-class SentencesAgent:
-    name = "sentences"
+class _AbstractQueries:
+    """Queries drawn from the abstract only: candidates in a seeded order, ``per_step`` a step."""
 
-    def __init__(self, per_step: int = 2) -> None:
+    name = ""
+
+    def __init__(self, per_step: int) -> None:
         self.per_step = per_step
         self._pool: dict[tuple[str, int], list[str]] = {}
+
+    def candidates(self, abstract: str) -> list[str]:
+        raise NotImplementedError
 
     def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
         key = (state.document.id, state.seed)
         if key not in self._pool:
-            parts = [s.strip() for s in _SENTENCE.split(state.document.abstract) if s.strip()]
-            self._pool[key] = _shuffled(parts, rng)
+            self._pool[key] = _shuffled(self.candidates(state.document.abstract), rng)
         return _next(self._pool[key], state, self.per_step)
+
+
+class SentencesAgent(_AbstractQueries):
+    name = "sentences"
+
+    def __init__(self, per_step: int = 2) -> None:
+        super().__init__(per_step)
+
+    def candidates(self, abstract: str) -> list[str]:
+        return [s.strip() for s in _SENTENCE.split(abstract) if s.strip()]
 
 
 def noun_phrases(text: str, max_words: int = 4) -> list[str]:
@@ -74,18 +88,14 @@ def noun_phrases(text: str, max_words: int = 4) -> list[str]:
     return [p for p in dict.fromkeys(phrases) if len(p) > 3]
 
 
-class PhrasesAgent:
+class PhrasesAgent(_AbstractQueries):
     name = "phrases"
 
     def __init__(self, per_step: int = 4) -> None:
-        self.per_step = per_step
-        self._pool: dict[tuple[str, int], list[str]] = {}
+        super().__init__(per_step)
 
-    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
-        key = (state.document.id, state.seed)
-        if key not in self._pool:
-            self._pool[key] = _shuffled(noun_phrases(state.document.abstract), rng)
-        return _next(self._pool[key], state, self.per_step)
+    def candidates(self, abstract: str) -> list[str]:
+        return noun_phrases(abstract)
 
 
 class OracleTextAgent:

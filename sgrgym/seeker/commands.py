@@ -15,6 +15,9 @@ from sgrgym.report.output import progress, progress_bar, write_json
 DEMO = "demo"
 DEMO_CORPUS = "pydocs"
 DEFAULT_MODEL = "minilm-l6-onnx"
+DEFAULT_THETA = (
+    0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
+)
 
 
 def corpus_path(name: str) -> Path:
@@ -84,7 +87,7 @@ def _embedder(name: str, cache: Path | None) -> Any:
 
 def cmd_build_store(args: argparse.Namespace) -> int:
     from sgrgym.seeker.corpus import corpus_sha256, load_corpus
-    from sgrgym.seeker.store import PassageRow, build_store
+    from sgrgym.seeker.store import DEFAULT_THETA, PassageRow, build_store
 
     corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
     embedder = _embedder(args.model, None)
@@ -96,7 +99,8 @@ def cmd_build_store(args: argparse.Namespace) -> int:
     out = args.out or store_path(args.corpus, args.model)
     manifest = build_store(
         out, corpus.name, corpus_sha256(corpus), rows, embedder.embed, embedder.model_id,
-        args.theta, progress=None if args.quiet else progress_bar,
+        DEFAULT_THETA if args.theta is None else args.theta,
+        progress=None if args.quiet else progress_bar,
     )  # fmt: skip
     print(f"{out}: {manifest.rows} passages, {manifest.dims} dims, θ={manifest.theta}; "
           f"vectors sha256 {manifest.vectors_sha256}")  # fmt: skip
@@ -261,7 +265,9 @@ def add_commands(areas: Any) -> None:
     store.add_argument("--corpus", default=DEMO)
     store.add_argument("--corpus-file", type=Path, metavar="FILE")
     store.add_argument("--model", default=DEFAULT_MODEL)
-    store.add_argument("--theta", type=float, default=0.65, help="θ pinned with the store")
+    store.add_argument(
+        "--theta", type=float, help="θ pinned with the store (default: 0.65, paper section 2.2)"
+    )
     store.add_argument("--out", type=Path, metavar="DIR")
     store.add_argument("--quiet", action="store_true")
     store.set_defaults(handler=cmd_build_store)

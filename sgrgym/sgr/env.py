@@ -164,11 +164,10 @@ class SgrEnv:
         return _page(self.sim.operate(site, op))
 
     def finish(self, answer: str | None, ended_by: str = "answer") -> Episode:
+        if answer is not None:
+            self.sim.note("answer", {}, f"{len(answer)} characters")
         self.episode.answer = answer
         self.episode.ended_by = ended_by
         self.episode.trajectory = list(self.sim.trajectory)
         self.episode.wall_s = time.monotonic() - self._started
-        if answer is not None:
-            self.sim.note("answer", {}, f"{len(answer)} characters")
-            self.episode.trajectory = list(self.sim.trajectory)
         return self.episode
