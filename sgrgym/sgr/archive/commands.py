@@ -15,6 +15,21 @@ from sgrgym.report.output import progress, write_json
 
 EXIT_MISS = 3
 EXIT_INVALID = 1
+MAX_BODY_FILE = 64 * 1024 * 1024  # a request body read from --data @FILE
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free port) to 65535."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0 to 65535)")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number of at least 1")
+    return int(text)
 
 
 def cmd_record(args: argparse.Namespace) -> int:
@@ -78,29 +93,46 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def _request_body(args: argparse.Namespace) -> bytes | None:
+    """The request body of ``--data``: the text itself, or the bytes of ``@FILE`` (sent as
+    they are: never parsed, so any content is fine; only its size is capped)."""
     if args.data is None:
         return None
     if args.data.startswith("@"):
         from sgrgym.errors import UserError
 
+        path = Path(args.data[1:])
         try:
-            return Path(args.data[1:]).read_bytes()
+            with open(path, "rb") as f:
+                data = f.read(MAX_BODY_FILE + 1)
         except FileNotFoundError:
-            raise UserError(f"{args.data[1:]}: request body file not found") from None
-    data: bytes = args.data.encode("utf-8")
-    return data
+            raise UserError(f"{path}: request body file not found (--data @FILE)") from None
+        except IsADirectoryError:
+            raise UserError(f"{path}: is a folder; --data @FILE needs a file") from None
+        except OSError as exc:
+            raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+        if len(data) > MAX_BODY_FILE:
+            raise UserError(f"{path}: request body over {MAX_BODY_FILE} bytes (--data @FILE)")
+        return data
+    text: bytes = args.data.encode("utf-8", errors="surrogateescape")
+    return text
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
     from sgrgym.sgr.archive.replay import Snapshot
     from sgrgym.sgr.archive.text import body_to_text
+    from sgrgym.sgr.archive.urls import check_url
 
+    check_url(args.url)
     method = args.method or ("POST" if args.data is not None else "GET")
     with Snapshot.open(args.pack) as snapshot:
         response = snapshot.fetch(args.url, method, _request_body(args), args.content_type or "")
     body_text = None
     if args.text and response.match != "miss":
-        body_text = body_to_text(response.body, response.content_type)
+        try:
+            body_text = body_to_text(response.body, response.content_type)
+        except ValueError as exc:
+            raise UserError(f"{args.url}: cannot render it as text ({exc})") from None
     if args.json:
         payload: dict[str, Any] = {
             "url": response.url,
@@ -250,7 +282,7 @@ def add_commands(areas: Any) -> None:
     )  # fmt: skip
     search.add_argument("pack", metavar="DIR")
     search.add_argument("query", metavar="QUERY")
-    search.add_argument("--limit", type=int, default=10)
+    search.add_argument("--limit", type=positive_int, default=10, help="pages to list (>= 1)")
     search.add_argument("--json", action="store_true")
     search.set_defaults(handler=cmd_search)
 
@@ -261,7 +293,7 @@ def add_commands(areas: Any) -> None:
     )  # fmt: skip
     serve.add_argument("pack", metavar="DIR")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=port_number, default=8765, help="TCP port (0: any free port)")
     serve.set_defaults(handler=cmd_serve)
 
     export = cmds.add_parser(

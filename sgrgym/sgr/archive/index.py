@@ -2,8 +2,12 @@
 
 Built from the WARC files, stored at ``<pack>/.cache/index-<manifest sha256>.duckdb`` and
 reused while the manifest is unchanged; a changed pack gets a new index and stale ones are
-removed. Columns of ``captures``: url, canonical_key, method, body_digest, status, mime,
-payload_digest, warc_file, offset, length, capture_time, record_id, location.
+removed. The index is pinned too: the sha256 of its file is written beside it
+(``index-<manifest sha256>.sha256``) and checked before every use, and an index that does not
+match is rebuilt. Columns of ``captures``: url, canonical_key, method, body_digest, status,
+mime, payload_digest, warc_file, offset, length, capture_time, record_id, location, warc_type,
+refers_to_uri, refers_to_date (the last two for revisit records, which point to the record
+holding their payload).
 
 ``pages`` holds the text of every archived HTML, PDF and plain-text 200 response with a
 DuckDB full-text (BM25) index over title and text. The FTS extension is loaded from the
@@ -18,22 +22,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgrgym import __version__
+from sgrgym.errors import UserError
+from sgrgym.hashing import sha256_file
 from sgrgym.sgr.archive.pack import CACHE_DIR, Manifest, pack_file
 from sgrgym.sgr.archive.text import TEXT_MIMES, body_to_text, html_title
-from sgrgym.sgr.archive.urls import body_key, canonical_url
+from sgrgym.sgr.archive.urls import archived_url, body_key, index_key
 from sgrgym.sgr.archive.warc import ScannedRecord, WarcError, read_response, scan_warc
 
 if TYPE_CHECKING:
     import duckdb
 
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 Progress = Callable[[str], None]
 
 _SCHEMA = """
 CREATE TABLE captures (
     url VARCHAR, canonical_key VARCHAR, method VARCHAR, body_digest VARCHAR,
     status INTEGER, mime VARCHAR, payload_digest VARCHAR, warc_file VARCHAR,
-    "offset" BIGINT, length BIGINT, capture_time VARCHAR, record_id VARCHAR, location VARCHAR
+    "offset" BIGINT, length BIGINT, capture_time VARCHAR, record_id VARCHAR, location VARCHAR,
+    warc_type VARCHAR, refers_to_uri VARCHAR, refers_to_date VARCHAR
 );
 CREATE TABLE pages (url VARCHAR, title VARCHAR, text VARCHAR);
 CREATE TABLE meta (key VARCHAR, value VARCHAR);
@@ -73,6 +80,19 @@ def index_path(pack_dir: Path, manifest_sha256: str) -> Path:
     return pack_dir / CACHE_DIR / f"index-{manifest_sha256}.duckdb"
 
 
+def index_pin_path(index: Path) -> Path:
+    """Where the sha256 of an index file is kept."""
+    return index.with_suffix(".sha256")
+
+
+def index_is_pinned(index: Path) -> bool:
+    """Whether ``index`` exists and its bytes still hash to the sha256 written beside it."""
+    pin = index_pin_path(index)
+    if not index.is_file() or not pin.is_file():
+        return False
+    return pin.read_text(encoding="ascii", errors="replace").strip() == sha256_file(index)[0]
+
+
 def _capture_rows(
     pack_dir: Path, manifest: Manifest, progress: Progress | None
 ) -> tuple[list[tuple[object, ...]], list[tuple[str, ScannedRecord]]]:
@@ -83,19 +103,27 @@ def _capture_rows(
         path = pack_file(pack_dir, entry.path)
         requests: dict[str, ScannedRecord] = {}
         responses: list[ScannedRecord] = []
+        count = 0
         for record in scan_warc(path):
+            count += 1
             if record.warc_type == "request" and record.concurrent_to:
                 requests[record.concurrent_to] = record
-            elif record.warc_type in ("response", "resource"):
+            elif record.warc_type in ("response", "resource", "revisit"):
                 responses.append(record)
+        if count != entry.records:
+            raise UserError(
+                f"{pack_dir}: {entry.path} holds {count} records, its manifest says "
+                f"{entry.records}; the manifest was altered (run `sgrgym snapshot verify`)"
+            )
         for response in responses:
             request = requests.get(response.record_id)
             method = request.method if request else "GET"
             body = body_key(request.body, request.content_type) if request else ""
+            url = archived_url(response.target_uri)
             rows.append(
                 (
-                    response.target_uri,
-                    canonical_url(response.target_uri, rules),
+                    url,
+                    index_key(url, rules),
                     method,
                     body,
                     response.status,
@@ -107,9 +135,17 @@ def _capture_rows(
                     response.date,
                     response.record_id,
                     response.location,
+                    response.warc_type,
+                    archived_url(response.refers_to_uri),
+                    response.refers_to_date,
                 )
             )
-            if response.status == 200 and response.mime in TEXT_MIMES and method == "GET":
+            if (
+                response.warc_type != "revisit"
+                and response.status == 200
+                and response.mime in TEXT_MIMES
+                and method == "GET"
+            ):
                 texts.append((entry.path, response))
         if progress:
             progress(f"indexed {entry.path}: {len(responses)} responses")
@@ -134,7 +170,7 @@ def _page_rows(
             except ValueError as exc:
                 raise WarcError(path, record.offset, str(exc)) from None
             title = html_title(http.body) if "html" in record.mime else ""
-            pages.append((record.target_uri, title, text))
+            pages.append((archived_url(record.target_uri), title, text))
     finally:
         for fd in fds.values():
             os.close(fd)
@@ -155,7 +191,7 @@ def build_index(
     try:
         con.execute(_SCHEMA)
         if rows:
-            con.executemany("INSERT INTO captures VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+            con.executemany("INSERT INTO captures VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
         if pages:
             con.executemany("INSERT INTO pages VALUES (?,?,?)", pages)
         con.execute("PRAGMA create_fts_index('pages', 'url', 'title', 'text', overwrite=1)")
@@ -170,8 +206,10 @@ def build_index(
     finally:
         con.close()
     os.replace(tmp, target)
-    for stale in target.parent.glob("index-*.duckdb*"):
-        if stale != target:
+    pin = index_pin_path(target)
+    pin.write_text(sha256_file(target)[0] + "\n", encoding="ascii")
+    for stale in [*target.parent.glob("index-*.duckdb*"), *target.parent.glob("index-*.sha256")]:
+        if stale not in (target, pin):
             stale.unlink(missing_ok=True)
     if progress:
         progress(f"index: {len(rows)} captures, {len(pages)} text pages -> {target}")
@@ -185,9 +223,10 @@ def ensure_index(
     rebuild: bool = False,
     progress: Progress | None = None,
 ) -> Path:
-    """The pack's index, built first when missing, stale or ``rebuild`` is asked for."""
+    """The pack's index, built first when missing, stale, altered (its bytes no longer match
+    the sha256 written beside it) or when ``rebuild`` is asked for."""
     path = index_path(pack_dir, manifest_sha256)
-    if path.is_file() and not rebuild:
+    if not rebuild and index_is_pinned(path):
         con = connect(path)
         try:
             meta = dict(con.execute("SELECT key, value FROM meta").fetchall())

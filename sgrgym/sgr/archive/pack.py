@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
-from sgrgym.sgr.archive.urls import CanonRules
+from sgrgym.sgr.archive.urls import RULES_VERSION, CanonRules
 from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, scan_warc
 
 MANIFEST = "manifest.json"
@@ -108,17 +108,53 @@ def manifest_sha256(pack_dir: Path) -> str:
     return sha256_bytes((pack_dir / MANIFEST).read_bytes())
 
 
-def load_manifest(pack_dir: Path) -> Manifest:
+def manifest_problems(manifest: Manifest) -> list[str]:
+    """What in a manifest contradicts itself: rules against their sha256 and version, the
+    total record count against the files' counts (the files' own counts are checked against
+    the WARC files whenever they are scanned: by ``verify`` and when the index is built)."""
+    problems = []
+    canon = manifest.canonicalization
+    if canon.sha256 != canon.rules.sha256():
+        problems.append(
+            f"canonicalization.sha256: {canon.sha256}, but the rules hash to {canon.rules.sha256()}"
+        )
+    if canon.rules.version != RULES_VERSION:
+        problems.append(
+            f"canonicalization.rules.version: {canon.rules.version!r} is not known to this "
+            f"sgrgym (it implements version {RULES_VERSION!r})"
+        )
+    if canon.version != canon.rules.version:
+        problems.append(
+            f"canonicalization.version: {canon.version!r}, but the rules are version "
+            f"{canon.rules.version!r}"
+        )
+    total = sum(entry.records for entry in manifest.files)
+    if manifest.record_count != total:
+        problems.append(f"record_count: {manifest.record_count}, but the files hold {total}")
+    return problems
+
+
+def load_manifest(pack_dir: Path, check: bool = True) -> Manifest:
+    """The pack's manifest, parsed and (``check``) checked for contradictions (see
+    :func:`manifest_problems`); anything wrong is a :class:`UserError` naming the field."""
     path = pack_dir / MANIFEST
     try:
-        return Manifest.model_validate_json(path.read_bytes())
+        manifest = Manifest.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise UserError(f"{pack_dir}: not a snapshot pack (no {MANIFEST})") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder, not a manifest file") from None
     except ValidationError as exc:
-        problems = "; ".join(
+        errors = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'manifest'}: {e['msg']}" for e in exc.errors()
         )
-        raise UserError(f"{path}: invalid manifest: {problems}") from None
+        raise UserError(f"{path}: invalid manifest: {errors}") from None
+    problems = manifest_problems(manifest) if check else []
+    if problems:
+        raise UserError(
+            f"{path}: the manifest contradicts itself (altered?): " + "; ".join(problems)
+        )
+    return manifest
 
 
 def pack_file(pack_dir: Path, relative: str) -> Path:

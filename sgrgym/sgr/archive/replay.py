@@ -5,10 +5,16 @@
 
 Lookup order: the URL exactly as archived (``exact``), then its canonical key under the
 pack's declared rules (``rule``); otherwise a deterministic 404 "not in snapshot" response
-(``miss``) carrying the header ``X-Sgrgym-Snapshot: miss``. Archived redirects are followed
-(up to 10 hops) inside the snapshot. When a URL was captured more than once the latest capture
-answers. Reads go straight to the indexed offset with ``os.pread``, so one Snapshot serves
-many threads.
+(``miss``) carrying the header ``X-Sgrgym-Snapshot: miss``; a URL that does not parse is a
+miss too. Archived redirects are followed (up to 10 hops) inside the snapshot; a redirect whose
+target the pack does not hold is answered with the archived 3xx itself, as pywb does. When a
+URL was captured more than once the latest capture answers. A revisit record answers with its
+own status and headers and the payload of the record it refers to (by
+WARC-Refers-To-Target-URI and -Date, else by payload digest).
+
+Reads go straight to the indexed offset with ``os.pread``, so one Snapshot serves many
+threads. Every record read is checked against the index row that pointed to it (record id and
+target URI): an index that no longer matches the pack is rebuilt, never trusted.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Literal
 from urllib.parse import urljoin
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.archive.index import connect, ensure_index
+from sgrgym.sgr.archive.index import build_index, connect, ensure_index
 from sgrgym.sgr.archive.pack import (
     Manifest,
     check_files,
@@ -31,8 +37,8 @@ from sgrgym.sgr.archive.pack import (
     resolve_pack,
 )
 from sgrgym.sgr.archive.text import body_to_text
-from sgrgym.sgr.archive.urls import body_key, canonical_url
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, read_response
+from sgrgym.sgr.archive.urls import BadUrl, archived_url, body_key, canonical_url
+from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, HttpRecord, read_response
 
 Match = Literal["exact", "rule", "miss"]
 MATCH_HEADER = "X-Sgrgym-Snapshot"
@@ -50,6 +56,32 @@ class Capture:
     length: int
     capture_time: str
     location: str
+    record_id: str = ""
+    original: Capture | None = None  # a revisit's payload record
+
+
+_COLUMNS = (
+    'url, canonical_key, method, body_digest, status, mime, warc_file, "offset", length, '
+    "capture_time, location, record_id, warc_type, refers_to_uri, refers_to_date, payload_digest"
+)
+Row = tuple[object, ...]
+
+
+def _originals(rows: list[Row]) -> dict[tuple[str, str], Capture]:
+    """Records a revisit can refer to, by (URL, capture time) and by ("", payload digest)."""
+    found: dict[tuple[str, str], Capture] = {}
+    for row in rows:
+        url, _, _, _, status, mime, warc, offset, length, time, loc, rid, kind, _, _, digest = row
+        if kind == "revisit":
+            continue
+        capture = Capture(
+            str(url), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
+            str(time), str(loc), str(rid),
+        )  # fmt: skip
+        found.setdefault((str(url), str(time)), capture)
+        if digest:
+            found.setdefault(("", str(digest)), capture)
+    return found
 
 
 @dataclass(frozen=True)
@@ -84,7 +116,7 @@ class Snapshot:
     """A verified, indexed pack ready to answer requests offline."""
 
     def __init__(
-        self, pack_dir: Path, manifest: Manifest, pin: str, captures: list[tuple[object, ...]],
+        self, pack_dir: Path, manifest: Manifest, pin: str, captures: list[Row],
         max_record_bytes: int = MAX_RECORD_BYTES,
     ) -> None:  # fmt: skip
         self.pack_dir = pack_dir
@@ -93,16 +125,47 @@ class Snapshot:
         self.max_record_bytes = max_record_bytes
         self._exact: dict[tuple[str, str, str], Capture] = {}
         self._rule: dict[tuple[str, str, str], Capture] = {}
-        for url, key, method, body, status, mime, warc, offset, length, time, loc in captures:
-            capture = Capture(
-                str(url), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
-                str(time), str(loc),
-            )  # fmt: skip
-            # Rows come ordered by capture time: a later capture replaces an earlier one.
-            self._exact[(str(method), str(url), str(body))] = capture
-            self._rule[(str(method), str(key), str(body))] = capture
+        self._by_id: dict[str, Capture] = {}
+        self._load(captures)
         self._fds: dict[str, tuple[int, str]] = {}  # manifest path -> (fd, file path)
         self._lock = threading.Lock()
+
+    def _load(self, rows: list[Row]) -> None:
+        """Fill the lookup tables from index rows (ordered by capture time)."""
+        originals = _originals(rows)
+        exact: dict[tuple[str, str, str], Capture] = {}
+        rule: dict[tuple[str, str, str], Capture] = {}
+        by_id: dict[str, Capture] = {}
+        for row in rows:
+            url, key, method, body, status, mime, warc, offset, length, time, loc = row[:11]
+            rid, kind, refers_uri, refers_date, digest = row[11:]
+            original = None
+            if kind == "revisit":
+                original = originals.get((str(refers_uri or url), str(refers_date))) or (
+                    originals.get(("", str(digest))) if digest else None
+                )
+                if original is None:
+                    continue  # its payload is not in the pack: an earlier capture answers
+            capture = Capture(
+                str(url), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
+                str(time), str(loc), str(rid), original,
+            )  # fmt: skip
+            # Rows come ordered by capture time: a later capture replaces an earlier one.
+            exact[(str(method), str(url), str(body))] = capture
+            rule[(str(method), str(key), str(body))] = capture
+            by_id[capture.record_id] = capture
+        self._exact, self._rule, self._by_id = exact, rule, by_id
+
+    @staticmethod
+    def _rows(index: Path) -> list[Row]:
+        con = connect(index)
+        try:
+            rows: list[Row] = con.execute(
+                f'SELECT {_COLUMNS} FROM captures ORDER BY capture_time, warc_file, "offset"'
+            ).fetchall()
+        finally:
+            con.close()
+        return rows
 
     @classmethod
     def open(
@@ -125,16 +188,13 @@ class Snapshot:
                 )
         pin = manifest_sha256(pack_dir)
         path = ensure_index(pack_dir, manifest, pin, rebuild=rebuild_index)
-        con = connect(path)
-        try:
-            rows = con.execute(
-                "SELECT url, canonical_key, method, body_digest, status, mime, warc_file, "
-                '"offset", length, capture_time, location FROM captures '
-                'ORDER BY capture_time, warc_file, "offset"'
-            ).fetchall()
-        finally:
-            con.close()
-        return cls(pack_dir, manifest, pin, rows, max_record_bytes)
+        return cls(pack_dir, manifest, pin, cls._rows(path), max_record_bytes)
+
+    def _reindex(self) -> None:
+        """Rebuild the index from the pack's files and reload it (it no longer matched)."""
+        with self._lock:
+            path = build_index(self.pack_dir, self.manifest, self.pin)
+            self._load(self._rows(path))
 
     def _fd(self, warc_file: str) -> tuple[int, str]:
         """An open descriptor of a pack file (opened once, keyed by its manifest path)."""
@@ -156,7 +216,10 @@ class Snapshot:
         capture = self._exact.get((method, url, digest))
         if capture is not None:
             return capture, "exact"
-        key = canonical_url(url, self.manifest.rules)
+        try:
+            key = canonical_url(url, self.manifest.rules)
+        except BadUrl:
+            return None, "miss"
         capture = self._rule.get((method, key, digest))
         return (capture, "rule") if capture is not None else (None, "miss")
 
@@ -168,7 +231,8 @@ class Snapshot:
         content_type: str = "",
         follow_redirects: bool = True,
     ) -> Response:
-        """The archived response to a request; archived redirects are followed."""
+        """The archived response to a request; archived redirects are followed while their
+        targets are archived (an archived redirect to elsewhere is answered as it is)."""
         redirects: list[str] = []
         match: Match = "exact"
         while True:
@@ -177,19 +241,13 @@ class Snapshot:
                 return miss_response(url, method.upper(), tuple(redirects))
             if how == "rule":
                 match = "rule"
-            if (
-                follow_redirects
-                and capture.status in _REDIRECTS
-                and capture.location
-                and len(redirects) < MAX_REDIRECTS
-            ):
-                redirects.append(url)
-                url = urljoin(capture.url, capture.location)
-                if capture.status == 303 or (capture.status in (301, 302) and method != "GET"):
-                    method, body, content_type = "GET", None, ""
-                continue
-            fd, path = self._fd(capture.warc_file)
-            http = read_response(fd, path, capture.offset, capture.length, self.max_record_bytes)
+            if follow_redirects and len(redirects) < MAX_REDIRECTS:
+                hop = self._redirect(capture, method, body, content_type)
+                if hop is not None:
+                    redirects.append(url)
+                    url, method, body, content_type = hop
+                    continue
+            http = self._read(capture)
             headers = (
                 *http.headers,
                 (MATCH_HEADER, match),
@@ -199,6 +257,52 @@ class Snapshot:
                 capture.url, http.status, http.reason, headers, http.body, match,
                 tuple(redirects), capture.capture_time,
             )  # fmt: skip
+
+    def _redirect(
+        self, capture: Capture, method: str, body: bytes | None, content_type: str
+    ) -> tuple[str, str, bytes | None, str] | None:
+        """The request an archived redirect leads to, when the pack holds its target."""
+        if capture.status not in _REDIRECTS or not capture.location:
+            return None
+        try:
+            target = urljoin(capture.url, capture.location)
+        except ValueError:  # an archived Location that does not parse
+            return None
+        if capture.status == 303 or (capture.status in (301, 302) and method.upper() != "GET"):
+            method, body, content_type = "GET", None, ""
+        found, _ = self.lookup(target, method, body, content_type)
+        return None if found is None else (target, method, body, content_type)
+
+    def _read_checked(self, capture: Capture) -> HttpRecord | None:
+        """The record at the capture's offset, or None when it is not the record indexed."""
+        fd, path = self._fd(capture.warc_file)
+        http = read_response(fd, path, capture.offset, capture.length, self.max_record_bytes)
+        if http.record_id != capture.record_id or archived_url(http.target_uri) != capture.url:
+            return None
+        return http
+
+    def _read(self, capture: Capture) -> HttpRecord:
+        """Read a capture (a revisit: its headers over its original's payload), checked
+        against the index; an index that points elsewhere is rebuilt and asked again."""
+        http = self._read_checked(capture)
+        original = self._read_checked(capture.original) if capture.original else None
+        if http is None or (capture.original is not None and original is None):
+            self._reindex()
+            again = self._by_id.get(capture.record_id)
+            http = self._read_checked(again) if again else None
+            original = self._read_checked(again.original) if again and again.original else None
+            if again is None or http is None or (again.original is not None and original is None):
+                raise UserError(
+                    f"{self.pack_dir}: the record indexed for {capture.url} is not in the pack "
+                    "even after rebuilding the index (run `sgrgym snapshot verify`)"
+                )
+        if original is None:
+            return http
+        if http.status in (0, 304):  # no headers of its own, or a not-modified answer
+            return original
+        return HttpRecord(
+            http.status, http.reason, http.headers, original.body, http.record_id, http.target_uri
+        )
 
     def text(self, url: str) -> tuple[Response, str]:
         """The response and its text (HTML rendered, PDF extracted) for agents' tools."""

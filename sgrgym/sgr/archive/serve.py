@@ -33,6 +33,7 @@ from urllib.parse import unquote
 from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.sgr.archive.replay import Response, Snapshot
+from sgrgym.sgr.archive.urls import BadUrl, check_url, clip
 
 REPLAY_PREFIX = "/replay/"
 MAX_REQUEST_BODY = 64 * 1024 * 1024
@@ -137,6 +138,9 @@ class ReplayServer:
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self.socket.bind((host, port))
+        except OverflowError:
+            self.socket.close()
+            raise UserError(f"cannot listen on port {port}: a port is 0 to 65535") from None
         except OSError as exc:
             self.socket.close()
             raise UserError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
@@ -226,13 +230,17 @@ class ReplayServer:
         if target is None:
             if request.target in ("/", "") and request.method != "POST":
                 return self._text(200, self._help(request), keep_alive=keep, request=request)
-            usage = self._usage(request, f"cannot replay {request.target!r}")
+            usage = self._usage(request, f"cannot replay {clip(request.target)}")
             return self._text(400, usage, keep_alive=keep, request=request)
+        try:
+            check_url(target)
+        except BadUrl as exc:
+            return self._text(400, self._usage(request, str(exc)), keep_alive=keep, request=request)
         try:
             response = self._fetch(target, request, body)
         except UserError as exc:  # a damaged record: say so, keep serving
             return self._text(
-                500, f"cannot replay {target}: {exc}\n", keep_alive=keep, request=request
+                500, f"cannot replay {clip(target)}: {exc}\n", keep_alive=keep, request=request
             )
         status, reason = response.status, response.reason
         if not 100 <= status <= 599:

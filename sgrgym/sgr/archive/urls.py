@@ -22,12 +22,45 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes, sha256_json
 
 RULES_VERSION = "1"
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _SAFE_PATH = "/:@!$&'()*+,;=%"
+MAX_ECHO = 200  # characters of user input repeated in an error message
+
+
+class BadUrl(UserError):
+    """A URL that does not parse as an absolute http(s) URL."""
+
+
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` as an error message repeats it: quoted, and cut after ``limit`` characters."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def check_url(url: str) -> str:
+    """``url`` when it is an absolute http(s) URL that parses, else :class:`BadUrl`."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # an out-of-range or non-numeric port raises here
+    except ValueError as exc:
+        raise BadUrl(f"{clip(url)} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise BadUrl(f"{clip(url)} is not an absolute http:// or https:// URL")
+    return url
+
+
+def archived_url(target_uri: str) -> str:
+    """The URL of a ``WARC-Target-URI`` value: WARC 1.0 writers may wrap it in ``<...>``."""
+    value = target_uri.strip()
+    if value.startswith("<") and value.endswith(">"):
+        value = value[1:-1].strip()
+    return value
 
 
 class CanonRules(BaseModel):
@@ -66,8 +99,14 @@ def _host_port(scheme: str, netloc: str) -> str:
 
 
 def canonical_url(url: str, rules: CanonRules) -> str:
-    """The canonical form of ``url`` under ``rules`` (see the module docstring)."""
-    parts = urlsplit(url.strip())
+    """The canonical form of ``url`` under ``rules`` (see the module docstring).
+
+    A URL that does not parse raises :class:`BadUrl`.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError as exc:
+        raise BadUrl(f"{clip(url)} is not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     netloc = _host_port(scheme, parts.netloc)
     path = _normalize_percent(parts.path or "/", _SAFE_PATH)
@@ -76,6 +115,14 @@ def canonical_url(url: str, rules: CanonRules) -> str:
         (k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in volatile
     )
     return urlunsplit((scheme, netloc, path, urlencode(query, quote_via=quote), ""))
+
+
+def index_key(url: str, rules: CanonRules) -> str:
+    """The canonical key of an archived URL; one that does not parse is its own key."""
+    try:
+        return canonical_url(url, rules)
+    except BadUrl:
+        return url
 
 
 def body_key(body: bytes | None, content_type: str | None = None) -> str:

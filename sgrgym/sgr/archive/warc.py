@@ -59,6 +59,8 @@ class ScannedRecord:
     payload_digest: str = ""
     content_type: str = ""
     block_length: int = 0  # the record's declared (uncompressed) Content-Length
+    refers_to_uri: str = ""  # revisits: WARC-Refers-To-Target-URI of the original
+    refers_to_date: str = ""  # revisits: WARC-Refers-To-Date of the original
     body: bytes = b""
     digest_problems: list[str] = field(default_factory=list)
 
@@ -88,11 +90,14 @@ def _scan(record: ArcWarcRecord, offset: int, cap: int) -> ScannedRecord:
         scanned.method = (http.protocol or "GET").upper()
         scanned.content_type = http.get_header("Content-Type") or ""
         scanned.body = _read_capped(record.content_stream(), cap, "request body")
-    elif record.rec_type == "response" and http is not None:
+    elif record.rec_type in ("response", "revisit") and http is not None:
         code = (http.get_statuscode() or "0").strip()
         scanned.status = int(code) if code.isdigit() else 0
         scanned.mime = (http.get_header("Content-Type") or "").split(";")[0].strip().lower()
         scanned.location = http.get_header("Location") or ""
+    if record.rec_type == "revisit":
+        scanned.refers_to_uri = headers.get_header("WARC-Refers-To-Target-URI") or ""
+        scanned.refers_to_date = headers.get_header("WARC-Refers-To-Date") or ""
     elif record.rec_type == "resource":
         scanned.status = 200
         scanned.mime = (headers.get_header("Content-Type") or "").split(";")[0].strip().lower()
@@ -150,12 +155,15 @@ def check_member(fd: int, offset: int, length: int) -> str | None:
 
 @dataclass(frozen=True)
 class HttpRecord:
-    """An archived HTTP response: status line, headers (decoded body's), decoded body."""
+    """An archived HTTP response: status line, headers (decoded body's), decoded body, and
+    the record's WARC-Record-ID and WARC-Target-URI (to check it is the record asked for)."""
 
     status: int
     reason: str
     headers: tuple[tuple[str, str], ...]
     body: bytes
+    record_id: str = ""
+    target_uri: str = ""
 
 
 def _fields(lines: list[bytes]) -> list[tuple[str, str]] | None:
@@ -193,11 +201,12 @@ def _plain_response(raw: bytes, cap: int) -> HttpRecord | None:
         return None
     block = rest[: int(length)]
     kind = named.get("warc-type")
+    ids = (named.get("warc-record-id", ""), named.get("warc-target-uri", ""))
     if kind == "resource":
         mime = named.get("content-type") or "application/octet-stream"
-        return (
-            HttpRecord(200, "OK", (("Content-Type", mime),), block) if len(block) <= cap else None
-        )
+        if len(block) > cap:
+            return None
+        return HttpRecord(200, "OK", (("Content-Type", mime),), block, *ids)
     if kind != "response":
         return None
     http_head, sep, body = block.partition(b"\r\n\r\n")
@@ -215,7 +224,7 @@ def _plain_response(raw: bytes, cap: int) -> HttpRecord | None:
     if len(parts) < 2 or not parts[1].isdigit():
         return None
     headers = tuple((k, v) for k, v in fields if k.lower() not in _HOP_BY_HOP)
-    return HttpRecord(int(parts[1]), parts[2] if len(parts) > 2 else "", headers, body)
+    return HttpRecord(int(parts[1]), parts[2] if len(parts) > 2 else "", headers, body, *ids)
 
 
 def read_response(
@@ -224,7 +233,8 @@ def read_response(
     """Read the response (or resource) record stored at ``offset`` (``os.pread``: thread-safe).
 
     Plain records are parsed directly from the decompressed member; the rest (chunked or
-    compressed bodies, unusual headers) through warcio. Bodies over ``cap`` are an error.
+    compressed bodies: gzip, deflate and brotli; unusual headers; revisits) through warcio.
+    Bodies over ``cap`` are an error.
     """
     data = os.pread(fd, length, offset)
     if len(data) != length:
@@ -244,9 +254,13 @@ def read_response(
     except (StopIteration, *_READ_ERRORS) as exc:
         raise WarcError(path, offset, f"cannot read record ({exc})") from None
     http = record.http_headers
+    rec = record.rec_headers
+    ids = (rec.get_header("WARC-Record-ID") or "", rec.get_header("WARC-Target-URI") or "")
+    if http is None and record.rec_type == "revisit":
+        return HttpRecord(0, "", (), body, *ids)  # no headers of its own: the original's apply
     if record.rec_type == "resource" or http is None:
-        mime = record.rec_headers.get_header("Content-Type") or "application/octet-stream"
-        return HttpRecord(200, "OK", (("Content-Type", mime),), body)
+        mime = rec.get_header("Content-Type") or "application/octet-stream"
+        return HttpRecord(200, "OK", (("Content-Type", mime),), body, *ids)
     status_line = (http.statusline or "").split(" ", 1)
     code = status_line[0]
     headers = tuple(
@@ -257,4 +271,5 @@ def read_response(
         status_line[1] if len(status_line) > 1 else "",
         headers,
         body,
+        *ids,
     )
