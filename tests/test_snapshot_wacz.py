@@ -60,7 +60,7 @@ def test_export_contents(demo: tuple[Path, str], tmp_path: Path) -> None:
             "archive/demo-00000.warc.gz",
             "datapackage-digest.json",
             "datapackage.json",
-            "indexes/index.cdxj",
+            "indexes/index.cdx",
             "pages/pages.jsonl",
         }
         for info in zf.infolist():
@@ -83,7 +83,7 @@ def test_export_contents(demo: tuple[Path, str], tmp_path: Path) -> None:
         expected = "sha256:" + hashlib.sha256(zf.read("datapackage.json")).hexdigest()
         assert digest == {"path": "datapackage.json", "hash": expected}
 
-        lines = zf.read("indexes/index.cdxj").decode().splitlines()
+        lines = zf.read("indexes/index.cdx").decode().splitlines()
         pages = [json.loads(line) for line in zf.read("pages/pages.jsonl").splitlines()]
 
     assert lines == sorted(lines)

@@ -68,6 +68,16 @@ class Canonicalization(BaseModel):
     rules: CanonRules
 
 
+class SkippedRecord(BaseModel):
+    """A record left out of an import (``--skip-bad-records``): where it was and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    record: int = Field(ge=1, description="its number in the source file, from 1")
+    reason: str
+
+
 class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -80,6 +90,9 @@ class Manifest(BaseModel):
     files: list[PackFile]
     record_count: int = Field(ge=0)
     sites: list[SiteInfo] = Field(default_factory=list)
+    skipped: list[SkippedRecord] = Field(
+        default_factory=list, description="records an import left out (written only if any)"
+    )
 
     @property
     def rules(self) -> CanonRules:
@@ -191,7 +204,10 @@ def check_files(pack_dir: Path, manifest: Manifest) -> list[str]:
 
 def write_manifest(pack_dir: Path, manifest: Manifest) -> str:
     """Write ``manifest.json`` atomically; return its sha256 (the pack's pin)."""
-    data = canonical_json(manifest.model_dump(mode="json")).encode("utf-8")
+    fields = manifest.model_dump(mode="json")
+    if not fields["skipped"]:
+        del fields["skipped"]  # manifests without skipped records keep their bytes (and pins)
+    data = canonical_json(fields).encode("utf-8")
     tmp = pack_dir / (MANIFEST + ".tmp")
     tmp.write_bytes(data)
     os.replace(tmp, pack_dir / MANIFEST)

@@ -16,7 +16,6 @@ named, and nothing is left behind.
 from __future__ import annotations
 
 import base64
-import gzip
 import hashlib
 import json
 import os
@@ -26,17 +25,14 @@ import stat
 import uuid
 import zipfile
 import zlib
-from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, BinaryIO, Protocol
-from urllib.parse import urlsplit
+from typing import IO, Any, BinaryIO
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
-from warcio.statusandheaders import StatusAndHeadersParserException
+from pydantic import ValidationError
+from surt import surt as surt_key
 
 from sgrgym import __version__
 from sgrgym.errors import UserError
@@ -47,7 +43,9 @@ from sgrgym.sgr.archive.pack import (
     WARC_DIR,
     Manifest,
     PackFile,
+    RecordProblem,
     SiteInfo,
+    SkippedRecord,
     build_manifest,
     check_files,
     load_manifest,
@@ -57,12 +55,14 @@ from sgrgym.sgr.archive.pack import (
     utc_now,
     write_manifest,
 )
+from sgrgym.sgr.archive.stream import NotWarc, RecordStream, StreamError
 from sgrgym.sgr.archive.text import html_title
 from sgrgym.sgr.archive.urls import CanonRules
 from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, ScannedRecord, read_response, scan_warc
 
 WACZ_VERSION = "1.1.1"
-CDXJ_PATH = "indexes/index.cdxj"
+CDXJ_PATH = "indexes/index.cdx"  # CDXJ lines; pywb loads only *.cdx(.gz) from a WACZ
+SGRGYM_KEY = "sgrgym"  # datapackage.json: the pack's site entries, restored on import
 PAGES_PATH = "pages/pages.jsonl"
 DATAPACKAGE = "datapackage.json"
 DATAPACKAGE_DIGEST = "datapackage-digest.json"
@@ -78,8 +78,6 @@ _HEADER_SLACK = 1 << 20  # record headers and read-ahead allowed on top of a rec
 _JSON_LIMIT = 16 << 20  # datapackage files are small; refuse huge ones unread
 _HTML_MIMES = ("text/html", "application/xhtml+xml")
 _CONTENT_LENGTH = re.compile(r"[0-9]+")
-_WWW = re.compile(r"^www\d*\.")
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
@@ -109,11 +107,13 @@ class ImportResult:
     records: int
     sites: int
     manifest_sha256: str
+    skipped: int = 0
 
     def __str__(self) -> str:
+        skipped = f", {self.skipped} bad record(s) skipped" if self.skipped else ""
         return (
-            f"{self.pack_dir}: imported {self.records} records from {self.sources} file(s), "
-            f"{self.sites} site(s); manifest sha256 {self.manifest_sha256}"
+            f"{self.pack_dir}: imported {self.records} records from {self.sources} file(s)"
+            f"{skipped}, {self.sites} site(s); manifest sha256 {self.manifest_sha256}"
         )
 
 
@@ -121,27 +121,18 @@ class ImportResult:
 
 
 def surt(url: str) -> str:
-    """The SURT sort key of ``url`` as CDXJ indexes use it: ``org,example)/path?a=1&b=2``.
+    """The SURT sort key of ``url`` in CDXJ indexes: ``org,example)/path?a=1&b=2``.
 
-    Host labels reversed and joined by commas (a leading ``www.`` dropped), a non-default port
-    kept, then ``)``, the path and the sorted query, all lower-cased; the scheme and fragment
-    are dropped. Anything that is not an http(s) URL is only lower-cased.
+    Computed by the reference implementation (the ``surt`` package), as pywb and
+    ReplayWeb.page do, so that their lookups find every line. This key is for other tools'
+    indexes only: the pack's own lookups use :func:`sgrgym.sgr.archive.urls.canonical_url`.
+    Anything the package cannot parse is only lower-cased.
     """
-    parts = urlsplit(url.strip())
     try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
+        key: str = surt_key(url)
+    except Exception:  # the package raises whatever its URL parser raises
         return url.lower().replace(" ", "%20")
-    host = _WWW.sub("", parts.hostname.rstrip("."))
-    key = ",".join(reversed(host.split(".")))
-    if port is not None and port != _DEFAULT_PORTS[parts.scheme.lower()]:
-        key += f":{port}"
-    key += ")" + (parts.path or "/").lower()
-    if parts.query:
-        key += "?" + "&".join(sorted(parts.query.lower().split("&")))
-    return key.replace(" ", "%20")
+    return key
 
 
 def timestamp14(date: str) -> str:
@@ -211,8 +202,11 @@ def _index_warc(path: Path, filename: str, index: _Index) -> None:
             is_get = request is None or request.method in ("", "GET")
             if is_get and record.status == 200 and record.mime in _HTML_MIMES:
                 http = read_response(fd, str(path), record.offset, record.length)
+                page = {"url": record.target_uri, "ts": record.date}
                 title = html_title(http.body)
-                index.pages.append({"url": record.target_uri, "ts": record.date, "title": title})
+                if title:  # an empty title is not a valid pages.jsonl field
+                    page["title"] = title
+                index.pages.append(page)
     finally:
         os.close(fd)
 
@@ -263,6 +257,11 @@ def _datapackage(manifest: Manifest, pin: str, resources: list[dict[str, Any]]) 
         "created": manifest.created,
         "software": f"sgrgym {__version__}",
         "resources": sorted(resources, key=lambda r: str(r["path"])),
+        SGRGYM_KEY: {
+            "pack": manifest.pack,
+            "manifest_sha256": pin,
+            "sites": [site.model_dump(mode="json") for site in manifest.sites],
+        },
     }
     return canonical_json(package).encode("utf-8")
 
@@ -331,93 +330,58 @@ def export_wacz(pack: str | Path, out: Path) -> WaczResult:
 # --- import ------------------------------------------------------------------------------
 
 
-class _Readable(Protocol):
-    def read(self, size: int = -1, /) -> bytes: ...
-
-
 _Opener = Callable[[], IO[bytes]]
+MAX_IMPORT_BYTES = 512 * 1024 * 1024  # all records of one import, decompressed
 
 
-class _BadRecord(Exception):
-    """A record that cannot be imported (the reason is the message)."""
+@dataclass(frozen=True)
+class _Copied:
+    """A record copied into the new pack's WARC: its source, its number there (from 1),
+    and the span of its gzip member in the pack's file."""
+
+    source: int
+    number: int
+    start: int
+    end: int
 
 
-_READ_ERRORS = (
-    _BadRecord, ArchiveLoadFailed, StatusAndHeadersParserException, zipfile.BadZipFile,
-    zlib.error, EOFError, ValueError, OSError, NotImplementedError,
-)  # fmt: skip
+@dataclass
+class _Sink:
+    """The pack's WARC being written, the records copied so far and the bytes left."""
+
+    out: BinaryIO
+    cap: int
+    left: int
+    total: int
+    copied: list[_Copied]
 
 
-class _CappedReader:
-    """A read-only view of ``raw`` that delivers at most ``limit`` bytes between two
-    :meth:`reset` calls (one record), so that a decompression bomb cannot fill memory.
-
-    A gzip stream that ends early raises :class:`_BadRecord`: warcio would take the
-    ``EOFError`` for a clean end of file and drop the rest silently.
-    """
-
-    def __init__(self, raw: _Readable, limit: int) -> None:
-        self.raw, self.limit = raw, limit
-        self.offset = self.since_reset = 0
-
-    def read(self, size: int | None = -1) -> bytes:
-        room = self.limit - self.since_reset + 1
-        try:
-            data = self.raw.read(room if size is None or size < 0 else min(size, room))
-        except EOFError:
-            raise _BadRecord("the file ends inside a gzip member (truncated?)") from None
-        self.offset += len(data)
-        self.since_reset += len(data)
-        if self.since_reset > self.limit:
-            raise _BadRecord(f"more than {self.limit} bytes without a record end (bomb?)")
-        return data
-
-    def tell(self) -> int:
-        return self.offset
-
-    def reset(self) -> None:
-        self.since_reset = 0
-
-
-def _copy_record(record: Any, out: BinaryIO, cap: int) -> None:
-    """Write one record as its own gzip member: headers as parsed, block byte for byte."""
-    if record.format != "warc":
-        raise _BadRecord("not a WARC record (ARC files are not supported)")
-    declared = (record.rec_headers.get_header("Content-Length") or "").strip()
-    if not _CONTENT_LENGTH.fullmatch(declared):
-        raise _BadRecord(f"missing or invalid Content-Length {declared!r}")
-    length = int(declared)
-    if length > cap:
-        raise _BadRecord(f"{length}-byte record is over the {cap}-byte limit")
-    compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-    out.write(compressor.compress(record.rec_headers.to_bytes(encoding="utf-8")))
-    copied = 0
-    while copied < length:
-        chunk: bytes = record.raw_stream.read(min(_CHUNK, length - copied))
-        if not chunk:
-            raise _BadRecord(f"the file ends after {copied} of the record's {length} bytes")
-        out.write(compressor.compress(chunk))
-        copied += len(chunk)
-    out.write(compressor.compress(b"\r\n\r\n"))
-    out.write(compressor.flush())
-
-
-def _copy_records(label: str, opener: _Opener, out: BinaryIO, cap: int) -> int:
-    """Copy every record of one WARC stream (plain or gzip, any layout) into ``out``."""
+def _copy_records(label: str, opener: _Opener, sink: _Sink, source: int) -> int:
+    """Copy every record of one WARC stream (plain or gzip, any layout) into the sink, each
+    as its own gzip member: header bytes as written, block byte for byte."""
     count = 0
     try:
-        with opener() as probe:
-            gzipped = probe.read(2) == _GZIP_MAGIC
         with opener() as raw:
-            plain: _Readable = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-            capped = _CappedReader(plain, cap + _HEADER_SLACK)
-            for record in ArchiveIterator(capped, no_record_parse=True):
-                capped.reset()
-                _copy_record(record, out, cap)
+            stream = RecordStream(raw, sink.cap)
+            for record in stream.records():
+                sink.left -= len(record.header) + record.length
+                if sink.left < 0:
+                    raise StreamError(
+                        f"the import is over its {sink.total}-byte limit for all records "
+                        "(raise it with --max-total-bytes)"
+                    )
+                start = sink.out.tell()
+                compressor = zlib.compressobj(9, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+                sink.out.write(compressor.compress(record.header))
+                for chunk in stream.block(record):
+                    sink.out.write(compressor.compress(chunk))
+                sink.out.write(compressor.compress(b"\r\n\r\n"))
+                sink.out.write(compressor.flush())
                 count += 1
-    except _READ_ERRORS as exc:
+                sink.copied.append(_Copied(source, count, start, sink.out.tell()))
+    except (StreamError, zipfile.BadZipFile, zlib.error, EOFError, OSError) as exc:
         reason = str(exc).strip() or exc.__class__.__name__
-        if count == 0 and isinstance(exc, ArchiveLoadFailed):
+        if count == 0 and isinstance(exc, NotWarc):
             raise UserError(f"{label}: not a WARC file ({reason})") from None
         raise UserError(f"{label}: record {count + 1}: cannot import it ({reason})") from None
     if count == 0:
@@ -501,12 +465,11 @@ def _check_resource(
         raise _altered(path, info.filename, f"{size} bytes, not {declared} as")
 
 
-def _check_datapackage(
-    path: Path, zf: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo]
-) -> None:
-    """Check every listed file's hash and size, and that every WARC is listed."""
+def _check_datapackage(path: Path, zf: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo]) -> Any:
+    """Check every listed file's hash and size, and that every WARC is listed; return the
+    parsed datapackage (None when the WACZ has none)."""
     if DATAPACKAGE not in entries:
-        return
+        return None
     package, raw = _read_json(path, zf, entries[DATAPACKAGE])
     if DATAPACKAGE_DIGEST in entries:
         digest, _ = _read_json(path, zf, entries[DATAPACKAGE_DIGEST])
@@ -529,10 +492,23 @@ def _check_datapackage(
     for name, info in entries.items():
         if name.startswith(f"{ARCHIVE_DIR}/") and not info.is_dir() and name not in listed:
             raise UserError(f"{path}: {name} is not listed in {DATAPACKAGE}")
+    return package
 
 
-def _import_wacz(path: Path, out: BinaryIO, cap: int) -> int:
-    """Copy the records of every WARC under ``archive/`` after checking datapackage.json."""
+def _carried_sites(path: Path, package: Any) -> list[SiteInfo]:
+    """The site entries an sgrgym export carries in its datapackage (none for others)."""
+    carried = package.get(SGRGYM_KEY) if isinstance(package, dict) else None
+    if carried is None:
+        return []
+    try:
+        return [SiteInfo.model_validate(site) for site in carried["sites"]]
+    except (TypeError, KeyError, ValidationError) as exc:
+        raise UserError(f"{path}: {DATAPACKAGE}: {SGRGYM_KEY}.sites is malformed ({exc})") from None
+
+
+def _import_wacz(path: Path, sink: _Sink, source: int) -> list[SiteInfo]:
+    """Copy the records of every WARC under ``archive/`` after checking datapackage.json;
+    return the site entries it carries."""
     try:
         with zipfile.ZipFile(path) as zf:
             entries = _zip_entries(path, zf)
@@ -543,26 +519,30 @@ def _import_wacz(path: Path, out: BinaryIO, cap: int) -> int:
             )
             if not warcs:
                 raise UserError(f"{path}: no WARC files under {ARCHIVE_DIR}/")
-            _check_datapackage(path, zf, entries)
-            return sum(
-                _copy_records(f"{path}: {name}", partial(zf.open, entries[name]), out, cap)
-                for name in warcs
-            )
+            package = _check_datapackage(path, zf, entries)
+            sites = _carried_sites(path, package)
+            for name in warcs:
+                _copy_records(f"{path}: {name}", partial(zf.open, entries[name]), sink, source)
+            return sites
     except (zipfile.BadZipFile, zlib.error, OSError, NotImplementedError) as exc:
         raise UserError(f"{path}: not a readable WACZ file ({exc})") from None
 
 
-def _import_source(path: Path, out: BinaryIO, cap: int) -> int:
+def _import_source(path: Path, sink: _Sink, source: int) -> list[SiteInfo]:
     try:
         with open(path, "rb") as probe:
             magic = probe.read(2)
     except OSError as exc:
         raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if magic == _ZIP_MAGIC:
-        return _import_wacz(path, out, cap)
+        return _import_wacz(path, sink, source)
     if path.suffix.lower() == ".wacz":
         raise UserError(f"{path}: not a WACZ file (not a ZIP archive)")
-    return _copy_records(str(path), lambda: open(path, "rb"), out, cap)
+    def opener() -> IO[bytes]:
+        return open(path, "rb")
+
+    _copy_records(str(path), opener, sink, source)
+    return []
 
 
 def _check_target(out_dir: Path) -> None:
@@ -572,31 +552,25 @@ def _check_target(out_dir: Path) -> None:
         raise UserError(f"{out_dir}: exists and is not an empty folder")
 
 
-def _imported_manifest(
-    work: Path, pack: str, created: str, sources: list[str], starts: list[int], cap: int
-) -> Manifest:
-    """The manifest of the imported pack in ``work`` (its records' digests must verify);
-    ``starts`` are the offsets where each source's records begin, for the sites' sources."""
+def _digest_problems(work: Path, pack: str, cap: int) -> list[RecordProblem]:
+    _, problems = build_manifest(work, pack, "", CanonRules(), check_digests=True, cap=cap)
+    return problems
 
-    def source_at(offset: int) -> str:
-        return sources[bisect_right(starts, offset) - 1]
 
-    def site_for(host: str, places: list[tuple[str, int]]) -> SiteInfo:
-        names = {source_at(offset) for _, offset in places}
-        return SiteInfo(host=host, source=", ".join(sorted(names)))
-
-    manifest, problems = build_manifest(
-        work, pack, created, CanonRules(), site_for=site_for, check_digests=True, cap=cap
-    )
-    if problems:
-        lines = [f"{source_at(p.offset)}: {p.what}" for p in problems]
-        more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
-        raise UserError(
-            "records whose digests do not verify, nothing imported:\n  - "
-            + "\n  - ".join(lines[:20])
-            + more
-        )
-    return manifest
+def _drop_records(warc: Path, copied: list[_Copied], bad: set[int]) -> list[_Copied]:
+    """Rewrite ``warc`` without the records starting at the offsets in ``bad``."""
+    kept: list[_Copied] = []
+    tmp = warc.with_name(warc.name + ".tmp")
+    with open(warc, "rb") as src, open(tmp, "xb") as dst:
+        for record in copied:
+            if record.start in bad:
+                continue
+            src.seek(record.start)
+            start = dst.tell()
+            dst.write(src.read(record.end - record.start))
+            kept.append(_Copied(record.source, record.number, start, dst.tell()))
+    os.replace(tmp, warc)
+    return kept
 
 
 def import_archives(
@@ -604,11 +578,15 @@ def import_archives(
     out_dir: Path,
     fixed_date: str | None = None,
     max_record_bytes: int = MAX_RECORD_BYTES,
+    max_total_bytes: int = MAX_IMPORT_BYTES,
+    skip_bad_records: bool = False,
 ) -> ImportResult:
     """Make the pack ``out_dir`` from WARC and WACZ files (see the module docstring).
 
-    The pack is built in a temporary folder next to ``out_dir`` and renamed into place only
-    when complete. ``fixed_date`` is the manifest's ``created`` (default: now).
+    Every record's digests must verify, or nothing is imported; with ``skip_bad_records``
+    the records that fail are left out and listed in the manifest's ``skipped``. The pack
+    is built in a temporary folder next to ``out_dir`` and renamed into place only when
+    complete. ``fixed_date`` is the manifest's ``created`` (default: now).
     """
     out_dir = Path(out_dir)
     if not re.match(PACK_NAME, out_dir.name):
@@ -621,22 +599,58 @@ def import_archives(
     paths = [Path(source) for source in sources]
     for path in paths:
         if not path.is_file():
-            raise UserError(f"{path}: file not found")
+            what = "is a folder, not a file" if path.is_dir() else "file not found"
+            raise UserError(f"{path}: {what}")
     _check_target(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = out_dir.parent / f".{out_dir.name}.{uuid.uuid4().hex[:12]}.importing"
     work.mkdir()
     try:
         (work / WARC_DIR).mkdir()
-        starts: list[int] = []
         warc = work / WARC_DIR / f"{out_dir.name}-00000.warc.gz"
+        carried: dict[str, SiteInfo] = {}
         with open(warc, "xb") as out:
-            for path in paths:
-                starts.append(out.tell())
-                _import_source(path, out, max_record_bytes)
-        created = fixed_date or utc_now()
+            sink = _Sink(out, max_record_bytes, max_total_bytes, max_total_bytes, [])
+            for number, path in enumerate(paths):
+                for site in _import_source(path, sink, number):
+                    carried.setdefault(site.host, site)
         names = [path.name for path in paths]
-        manifest = _imported_manifest(work, out_dir.name, created, names, starts, max_record_bytes)
+        copied = sink.copied
+        by_offset = {record.start: record for record in copied}
+        problems = _digest_problems(work, out_dir.name, max_record_bytes)
+        skipped: list[SkippedRecord] = []
+        if problems and not skip_bad_records:
+            lines = [f"{names[by_offset[p.offset].source]}: {p.what}" for p in problems]
+            more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
+            raise UserError(
+                "records whose digests do not verify, nothing imported (or pass "
+                "--skip-bad-records to import the rest):\n  - " + "\n  - ".join(lines[:20]) + more
+            )
+        if problems:
+            for problem in problems:
+                record = by_offset[problem.offset]
+                skipped.append(SkippedRecord(
+                    source=names[record.source], record=record.number, reason=problem.what
+                ))  # fmt: skip
+            copied = _drop_records(warc, copied, {p.offset for p in problems})
+            if not copied:
+                raise UserError("no record's digests verify: nothing to import")
+        starts = {record.start: record.source for record in copied}
+
+        def site_for(host: str, places: list[tuple[str, int]]) -> SiteInfo:
+            found = ", ".join(sorted({names[starts[offset]] for _, offset in places}))
+            site = carried.get(host)  # an sgrgym export: the site entry as it was exported
+            if site is None:
+                return SiteInfo(host=host, source=found)
+            return site if site.source else site.model_copy(update={"source": found})
+
+        manifest, again = build_manifest(
+            work, out_dir.name, fixed_date or utc_now(), CanonRules(), site_for=site_for,
+            check_digests=True, cap=max_record_bytes,
+        )  # fmt: skip
+        if again:
+            raise UserError(f"records still fail after skipping: {again[0]}")
+        manifest.skipped = skipped
         pin = write_manifest(work, manifest)
         _check_target(out_dir)
         if out_dir.is_dir():
@@ -645,4 +659,6 @@ def import_archives(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    return ImportResult(out_dir, len(paths), manifest.record_count, len(manifest.sites), pin)
+    return ImportResult(
+        out_dir, len(paths), manifest.record_count, len(manifest.sites), pin, len(skipped)
+    )
