@@ -65,8 +65,8 @@ def toy_pack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Scori
     root = tmp_path_factory.mktemp("toy")
     files = [write_jsonl(root / "constraint.jsonl", [TREES_BY_HEIGHT, SOUTH_TWO_PAGES])]
     tasks = load_tasks(files)
-    result = build_pack(root / "packs" / "toy", [ToySite()], tasks)
-    assert not result.repinned and result.states == {"toy": 9}
+    result = build_pack(root / "packs" / "toy", [ToySite()], tasks, update_pin=True)
+    assert not result.repinned and result.new_pin and result.states == {"toy": 9}
     return result.pack_dir, tasks
 
 

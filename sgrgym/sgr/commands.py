@@ -97,7 +97,8 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
 
     tasks = load_tasks(args.tasks or demo_task_files())
     apps = [load_site(name) for name in args.sites or sorted(SITES)]
-    result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress)
+    pin = args.pin or Path("snapshots") / args.pack / "manifest.json"  # the committed pin
+    result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress, pin)
     states = ", ".join(f"{site} {n}" for site, n in sorted(result.states.items()))
     action = (
         "re-pinned" if result.repinned else "first pin written" if result.new_pin
@@ -275,7 +276,14 @@ def add_commands(areas: Any) -> None:
         "--tasks", nargs="+", type=Path, metavar="FILE",
         help="task files whose reference states to record (default: tasks/sgr)",
     )  # fmt: skip
-    build.add_argument("--update-pin", action="store_true", help="accept a new manifest pin")
+    build.add_argument(
+        "--pin", type=Path, metavar="FILE",
+        help="pinned manifest to check the build against (default: the committed "
+        "snapshots/<pack>/manifest.json, whatever --out says)",
+    )  # fmt: skip
+    build.add_argument(
+        "--update-pin", action="store_true", help="accept a new manifest pin (writes --pin)"
+    )
     build.set_defaults(handler=cmd_sgr_build_packs)
 
     run = sgr_cmds.add_parser(

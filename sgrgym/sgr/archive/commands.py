@@ -196,9 +196,15 @@ def cmd_export_wacz(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.wacz import import_archives
+    from sgrgym.sgr.archive.wacz import MAX_IMPORT_BYTES, import_archives
 
-    result = import_archives(args.sources, args.out, fixed_date=args.fixed_date)
+    result = import_archives(
+        args.sources,
+        args.out,
+        fixed_date=args.fixed_date,
+        max_total_bytes=args.max_total_bytes or MAX_IMPORT_BYTES,
+        skip_bad_records=args.skip_bad_records,
+    )
     print(result)
     return 0
 
@@ -313,4 +319,14 @@ def add_commands(areas: Any) -> None:
     imp.add_argument("sources", nargs="+", type=Path, metavar="FILE")
     imp.add_argument("--out", type=Path, required=True, metavar="DIR")
     imp.add_argument("--fixed-date", metavar="ISO", help="manifest 'created' date")
+    imp.add_argument(
+        "--skip-bad-records", action="store_true",
+        help="import the records whose digests verify and list the others in the manifest's "
+        "'skipped' (default: one bad record refuses the whole import)",
+    )  # fmt: skip
+    imp.add_argument(
+        "--max-total-bytes", type=positive_int, metavar="N",
+        help="refuse an import whose records add up to more than N bytes, decompressed "
+        "(default: 512 MiB)",
+    )  # fmt: skip
     imp.set_defaults(handler=cmd_import)

@@ -18,6 +18,11 @@ only: it never opens an outbound connection.
 It is one asyncio event loop (no thread per connection) speaking HTTP/1.1 with keep-alive;
 lookups are in-memory and records are read with ``os.pread``, so answering inside the loop
 is cheaper than handing work to threads.
+
+Limits: a request head of at most 64 KiB (431), a body of at most 64 MiB (413) that must
+arrive within :data:`BODY_TIMEOUT_S` seconds (408), and at most :data:`MAX_INFLIGHT_BYTES`
+of request bodies held at once over all connections (a body that would pass it gets a 503
+with ``Retry-After``). A malformed request or URL gets a 400.
 """
 
 from __future__ import annotations
@@ -39,14 +44,17 @@ REPLAY_PREFIX = "/replay/"
 MAX_REQUEST_BODY = 64 * 1024 * 1024
 MAX_HEAD = 64 * 1024
 IDLE_TIMEOUT_S = 120.0
+BODY_TIMEOUT_S = 30.0  # a request body must arrive in full within this time
+MAX_INFLIGHT_BYTES = 128 * 1024 * 1024  # request bodies held at once, all connections
 SERVER = f"sgrgym-replay/{__version__}"
 _ABSOLUTE = re.compile(r"^https?://", re.IGNORECASE)
 _ONE_SLASH = re.compile(r"^(https?):/(?!/)", re.IGNORECASE)  # some clients merge "//"
 _QUOTED = re.compile(r"^https?%3A", re.IGNORECASE)  # a target sent percent-encoded whole
 _OWN_HEADERS = {"content-length", "connection", "keep-alive", "transfer-encoding"}
 _METHODS = ("GET", "HEAD", "POST")
-_REASONS = {200: "OK", 400: "Bad Request", 431: "Request Header Fields Too Large",
-            500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway"}  # fmt: skip
+_REASONS = {200: "OK", 400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large",
+            431: "Request Header Fields Too Large", 500: "Internal Server Error",
+            501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable"}  # fmt: skip
 
 
 class BadRequest(Exception):
@@ -90,7 +98,7 @@ class Request:
         if not text.isdigit():
             raise BadRequest(400, f"invalid Content-Length {text!r}")
         if int(text) > MAX_REQUEST_BODY:
-            raise BadRequest(400, f"request body larger than {MAX_REQUEST_BODY} bytes")
+            raise BadRequest(413, f"request body larger than {MAX_REQUEST_BODY} bytes")
         return int(text)
 
 
@@ -129,10 +137,14 @@ class ReplayServer:
 
     def __init__(
         self, snapshot: Snapshot, host: str = "127.0.0.1", port: int = 0,
-        log_requests: bool = False,
+        log_requests: bool = False, body_timeout_s: float = BODY_TIMEOUT_S,
+        max_inflight_bytes: int = MAX_INFLIGHT_BYTES,
     ) -> None:  # fmt: skip
         self.snapshot = snapshot
         self.log_requests = log_requests
+        self.body_timeout_s = body_timeout_s
+        self.max_inflight_bytes = max_inflight_bytes
+        self.inflight_bytes = 0  # request bodies being read or answered (event loop only)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.socket = socket.socket(family, socket.SOCK_STREAM)
         self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -214,12 +226,44 @@ class ReplayServer:
             writer.write(self._text(exc.status, f"{exc}\n", close=True))
             await writer.drain()
             return False
+        if length and self.inflight_bytes + length > self.max_inflight_bytes:
+            busy = f"too many request bytes in flight (over {self.max_inflight_bytes}); retry\n"
+            writer.write(self._text(503, busy, close=True, extra=[("Retry-After", "1")]))
+            await writer.drain()
+            return False
+        self.inflight_bytes += length
+        try:
+            return await self._complete(reader, writer, request, length)
+        finally:
+            self.inflight_bytes -= length
+
+    async def _complete(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request,
+        length: int,
+    ) -> bool:  # fmt: skip
+        """Read the request's body (within the body timeout) and answer it."""
         if length and request.headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             await writer.drain()
-        body = await reader.readexactly(length) if length else None
+        body = None
+        if length:
+            try:
+                body = await asyncio.wait_for(reader.readexactly(length), self.body_timeout_s)
+            except asyncio.TimeoutError:
+                late = f"request body not received within {self.body_timeout_s:g} s\n"
+                writer.write(self._text(408, late, close=True))
+                await writer.drain()
+                return False
         keep = request.keep_alive
-        writer.write(self._answer(request, body, keep))
+        try:
+            answer = self._answer(request, body, keep)
+        except Exception as exc:  # a bug, not the client's fault: say so, keep serving
+            print(
+                f"error answering {request.method} {clip(request.target)}: {exc!r}", file=sys.stderr
+            )
+            answer = self._text(500, f"internal error ({exc.__class__.__name__})\n", close=True)
+            keep = False
+        writer.write(answer)
         await writer.drain()
         if self.log_requests:
             print(f"{request.method} {request.target}", file=sys.stderr)
@@ -271,10 +315,11 @@ class ReplayServer:
 
     def _text(
         self, status: int, text: str, keep_alive: bool = False, close: bool = False,
-        request: Request | None = None,
+        request: Request | None = None, extra: list[tuple[str, str]] | None = None,
     ) -> bytes:  # fmt: skip
         data = text.encode("utf-8")
         headers = [("Server", SERVER), ("Content-Type", "text/plain; charset=utf-8")]
+        headers += extra or []
         headers += self._framing(len(data), keep_alive and not close, request)
         head = _head(status, _REASONS.get(status, ""), headers)
         return head if request is not None and request.method == "HEAD" else head + data

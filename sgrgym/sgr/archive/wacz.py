@@ -538,6 +538,7 @@ def _import_source(path: Path, sink: _Sink, source: int) -> list[SiteInfo]:
         return _import_wacz(path, sink, source)
     if path.suffix.lower() == ".wacz":
         raise UserError(f"{path}: not a WACZ file (not a ZIP archive)")
+
     def opener() -> IO[bytes]:
         return open(path, "rb")
 

@@ -3,7 +3,9 @@
 The pack is built at set-up from the installed data packages and checked against the pinned
 ``manifest.json`` committed in ``snapshots/<pack>/``: the same package versions and code give
 byte-identical WARC files, so the manifests match; anything else is a clear error (or, with
-``update_pin``, a new pin). The apps are only used here: tests and runs read the archive.
+``update_pin``, a new pin). A pack built elsewhere (``--out``) is checked against the
+committed pin all the same, never given a pin of its own. The apps are only used here: tests
+and runs read the archive.
 
 States recorded per site: what the site lists as worth archiving, plus every state on the
 reference paths of the site's tasks. Each app is recorded through a loopback proxy so that
@@ -18,12 +20,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from sgrgym.errors import UserError
 from sgrgym.runs.loopback import serve_http
 from sgrgym.sgr.archive.pack import (
     CACHE_DIR,
     MANIFEST,
     WARC_DIR,
+    Manifest,
     SiteInfo,
     load_manifest,
     manifest_sha256,
@@ -84,8 +89,16 @@ def _record_site(work: Path, app: SiteApp, urls: list[str], sites: list[SiteInfo
         raise UserError(f"{app.model.name}: could not record: " + "; ".join(result.failed[:5]))
 
 
+def _manifest_at(path: Path) -> Manifest:
+    """The manifest in the file ``path`` (which need not be named manifest.json)."""
+    try:
+        return Manifest.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        raise UserError(f"{path}: not a pack manifest ({exc.errors()[0]['msg']})") from None
+
+
 def _compare(built: Path, pinned: Path) -> list[str]:
-    new, old = load_manifest(built), load_manifest(pinned)
+    new, old = _manifest_at(built), _manifest_at(pinned)
     old_files = {f.path: f for f in old.files}
     problems = []
     for f in new.files:
@@ -106,10 +119,23 @@ def build_pack(
     tasks: Sequence[ScoringTask],
     update_pin: bool = False,
     progress: Progress | None = None,
+    pin: Path | None = None,
 ) -> BuildResult:
-    """Record the sites into ``pack_dir`` and check the result against its pinned manifest."""
+    """Record the sites into ``pack_dir`` and check the result against the pinned manifest
+    ``pin`` (default: ``pack_dir/manifest.json``, the committed one when building in place).
+
+    A build that differs from the pin, or a missing pin, is an error unless ``update_pin``
+    is set: then the pin file is (re)written with the new manifest.
+    """
     sites = [site_info(app) for app in apps]
-    pinned = pack_dir / MANIFEST
+    pinned = pin if pin is not None else pack_dir / MANIFEST
+    if pinned.is_dir():
+        raise UserError(f"{pinned}: is a folder; the pin is a manifest.json file")
+    if not pinned.is_file() and not update_pin:
+        raise UserError(
+            f"{pinned}: no pinned manifest to check the build against (give the committed "
+            "one with --pin, or write a first pin on purpose with --update-pin)"
+        )
     work = pack_dir.parent / f".{pack_dir.name}.build-{uuid.uuid4().hex[:8]}" / pack_dir.name
     work.mkdir(parents=True)
     counts: dict[str, int] = {}
@@ -124,22 +150,24 @@ def build_pack(
         if not report.ok:
             raise UserError(f"the built pack does not verify: {report.problems[:3]}")
         built = (work / MANIFEST).read_bytes()
+        new_pin = not pinned.is_file()
         repinned = False
-        if pinned.is_file() and pinned.read_bytes() != built:
+        if not new_pin and pinned.read_bytes() != built:
             if not update_pin:
-                problems = "\n  - ".join(_compare(work, pack_dir))
+                problems = "\n  - ".join(_compare(work / MANIFEST, pinned))
                 raise UserError(
-                    f"{pack_dir}: the built pack differs from its pinned manifest:\n  - {problems}"
-                    "\n(install the pinned package versions with `pip install -c constraints.txt "
-                    "-e .[sites]`, or re-pin on purpose with --update-pin)"
+                    f"{pack_dir}: the built pack differs from its pinned manifest {pinned}:\n  - "
+                    f"{problems}\n(install the pinned package versions with `pip install -c "
+                    "constraints.txt -e .[sites]`, or re-pin on purpose with --update-pin)"
                 )
             repinned = True
         pack_dir.mkdir(parents=True, exist_ok=True)
         for stale in (pack_dir / WARC_DIR, pack_dir / CACHE_DIR):
             shutil.rmtree(stale, ignore_errors=True)
         shutil.move(str(work / WARC_DIR), str(pack_dir / WARC_DIR))
-        new_pin = not pinned.is_file()
+        (pack_dir / MANIFEST).write_bytes(built)
         if repinned or new_pin:
+            pinned.parent.mkdir(parents=True, exist_ok=True)
             pinned.write_bytes(built)
     finally:
         shutil.rmtree(work.parent, ignore_errors=True)
