@@ -50,7 +50,16 @@ from sgrgym.sgr.archive.pack import (
     write_manifest,
 )
 from sgrgym.sgr.archive.text import charset_of
-from sgrgym.sgr.archive.urls import CanonRules, body_key, canonical_url
+from sgrgym.sgr.archive.urls import (
+    BadUrl,
+    CanonRules,
+    archived_url,
+    body_key,
+    canonical_url,
+    check_url,
+    clip,
+    index_key,
+)
 from sgrgym.sgr.archive.warc import WarcError, check_member, read_response, scan_warc
 
 USER_AGENT = f"sgrgym/{__version__} (snapshot recorder)"
@@ -95,6 +104,11 @@ def read_url_list(path: Path) -> CrawlSpec:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
         raise UserError(f"{path}: URL list not found") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder; --urls needs a file") from None
+    except UnicodeDecodeError as exc:
+        at = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise UserError(f"{path}:{at}: not UTF-8 text (byte {exc.start})") from None
     for number, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -104,10 +118,11 @@ def read_url_list(path: Path) -> CrawlSpec:
                 specs.append(RequestSpec.model_validate_json(line))
             else:
                 specs.append(RequestSpec(url=line))
+            check_url(specs[-1].url)
         except ValidationError as exc:
             raise UserError(f"{path}:{number}: not a request ({exc.errors()[0]['msg']})") from None
-        if urlsplit(specs[-1].url).scheme not in ("http", "https"):
-            raise UserError(f"{path}:{number}: {specs[-1].url!r} is not an http(s) URL")
+        except BadUrl as exc:
+            raise UserError(f"{path}:{number}: {exc}") from None
     if not specs:
         raise UserError(f"{path}: no URLs")
     return CrawlSpec(requests=specs, follow_links=False)
@@ -118,6 +133,8 @@ def read_crawl_spec(path: Path) -> CrawlSpec:
         return CrawlSpec.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise UserError(f"{path}: crawl spec not found") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a folder; --crawl needs a file") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
@@ -181,7 +198,8 @@ def _existing(pack_dir: Path, rules: CanonRules) -> dict[Key, Where]:
                 elif record.warc_type == "response":
                     key = record.record_id
                     where = (str(path), record.offset, record.length)
-                    responses_seen[key] = (canonical_url(record.target_uri, rules), where)
+                    url = index_key(archived_url(record.target_uri), rules)
+                    responses_seen[key] = (url, where)
                 else:
                     continue
                 if key in requests_seen and key in responses_seen:
@@ -236,13 +254,11 @@ class Recorder:
         self._ordinal = 0
 
     def _check_host(self, url: str) -> None:
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UserError(f"{url!r} is not an http(s) URL")
+        parts = urlsplit(check_url(url))
         if self.spec.proxy:  # the connection goes to the proxy, not to the URL's host
-            parts = urlsplit(self.spec.proxy)
-            if parts.scheme != "http" or not parts.hostname:
-                raise UserError(f"proxy {self.spec.proxy!r} is not an http:// URL")
+            parts = urlsplit(check_url(self.spec.proxy))
+            if parts.scheme != "http":
+                raise UserError(f"proxy {clip(self.spec.proxy)} is not an http:// URL")
         if not self.allow_network and not is_loopback((parts.hostname, parts.port or 80)):
             raise UserError(
                 f"{url}: recording from {parts.hostname} needs the network; "

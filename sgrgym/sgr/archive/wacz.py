@@ -628,10 +628,13 @@ def import_archives(
                 "--skip-bad-records to import the rest):\n  - " + "\n  - ".join(lines[:20]) + more
             )
         if problems:
+            reasons: dict[int, list[str]] = {}
             for problem in problems:
-                record = by_offset[problem.offset]
+                reasons.setdefault(problem.offset, []).append(problem.what)
+            for offset, found in sorted(reasons.items()):
+                record = by_offset[offset]
                 skipped.append(SkippedRecord(
-                    source=names[record.source], record=record.number, reason=problem.what
+                    source=names[record.source], record=record.number, reason="; ".join(found)
                 ))  # fmt: skip
             copied = _drop_records(warc, copied, {p.offset for p in problems})
             if not copied:

@@ -15,11 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import brotli
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import BufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 
 from sgrgym.errors import UserError
+
+# warcio registers a brotli decoder written for brotlipy's interface, which the brotli package
+# lacks (and a failing decoder makes warcio pass the body on still compressed): brotli bodies
+# are decoded here instead, with the same size cap as every other read.
+BufferedReader.DECOMPRESSORS.pop("br", None)
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _HOP_BY_HOP = {
@@ -63,6 +70,20 @@ class ScannedRecord:
     refers_to_date: str = ""  # revisits: WARC-Refers-To-Date of the original
     body: bytes = b""
     digest_problems: list[str] = field(default_factory=list)
+
+
+def _unbrotli(data: bytes, cap: int) -> bytes:
+    """A brotli-encoded body decoded, at most ``cap`` bytes of it (else ValueError)."""
+    decoder = brotli.Decompressor()
+    try:
+        body: bytes = decoder.process(data, output_buffer_limit=cap + 1)
+    except brotli.error as exc:
+        raise ValueError(f"damaged brotli body ({exc})") from None
+    if len(body) > cap:
+        raise ValueError(f"brotli body is larger than the {cap}-byte limit (decompression bomb?)")
+    if not decoder.is_finished():
+        raise ValueError("brotli body is cut short")
+    return body
 
 
 def _read_capped(stream: Any, cap: int, what: str) -> bytes:
@@ -266,6 +287,11 @@ def read_response(
     headers = tuple(
         (name, value) for name, value in http.headers if name.lower() not in _HOP_BY_HOP
     )
+    if (http.get_header("Content-Encoding") or "").strip().lower() == "br":
+        try:
+            body = _unbrotli(body, cap)
+        except ValueError as exc:
+            raise WarcError(path, offset, str(exc)) from None
     return HttpRecord(
         int(code) if code.isdigit() else 0,
         status_line[1] if len(status_line) > 1 else "",
