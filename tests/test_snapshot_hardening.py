@@ -370,3 +370,40 @@ def test_import_names_folders_and_missing_files(tmp_path: Path) -> None:
         import_archives([tmp_path], tmp_path / "pack")
     with pytest.raises(UserError, match="file not found"):
         import_archives([tmp_path / "nothing.warc"], tmp_path / "pack")
+
+
+# --- build-packs: always checked against the committed pin --------------------------------
+
+
+def test_build_elsewhere_is_checked_against_the_committed_pin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sgr_helpers import write_jsonl
+    from toy_site import SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
+
+    from sgrgym.sgr.sites.build import build_pack
+    from sgrgym.sgr.tasks import load_tasks
+
+    tasks = load_tasks([write_jsonl(tmp_path / "c.jsonl", [TREES_BY_HEIGHT, SOUTH_TWO_PAGES])])
+    committed = tmp_path / "snapshots" / "toy"
+    with pytest.raises(UserError, match="no pinned manifest"):
+        build_pack(committed, [ToySite()], tasks)  # no pin yet: only --update-pin writes one
+    assert not (committed / MANIFEST).exists()
+    assert build_pack(committed, [ToySite()], tasks, update_pin=True).new_pin
+    pin = committed / MANIFEST
+    elsewhere = build_pack(tmp_path / "new" / "toy", [ToySite()], tasks, pin=pin)
+    assert not elsewhere.new_pin and not elsewhere.repinned
+    assert (tmp_path / "new" / "toy" / MANIFEST).read_bytes() == pin.read_bytes()
+    with pytest.raises(UserError, match="differs from its pinned manifest"):
+        build_pack(tmp_path / "other" / "toy", [ToySite()], tasks[:1], pin=pin)
+    assert not (tmp_path / "other" / "toy" / MANIFEST).exists()
+    # The command: --out elsewhere, no committed pin under ./snapshots -> refused, exit 2.
+    monkeypatch.chdir(tmp_path / "new")
+    code = main(
+        ["sgr", "build-packs", "--pack", "demo", "--out", str(tmp_path / "fresh"),
+         "--tasks", str(tmp_path / "c.jsonl"), "--sites", "elements"]
+    )  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no pinned manifest" in err and str(Path("snapshots/demo/manifest.json")) in err
+    assert not (tmp_path / "fresh" / "demo" / MANIFEST).exists()

@@ -145,7 +145,7 @@ def test_post_replays_archived_search(recorded: Recorded, server: ReplayServer) 
 
 def test_expect_100_continue_is_answered_at_once(recorded: Recorded, server: ReplayServer) -> None:
     head = (
-        f"POST /replay/{recorded.base}/search HTTP/1.1\r\nHost: x\r\n"
+        f"POST /replay/{recorded.base}/search HTTP/1.1\r\nConnection: close\r\n"
         "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 6\r\n"
         "Expect: 100-continue\r\nConnection: close\r\n\r\n"
     )
@@ -242,3 +242,76 @@ def test_serve_forever_announces_and_stops_on_interrupt(recorded: Recorded) -> N
     assert len(messages) == 1
     assert messages[0].startswith("serving demo on http://127.0.0.1:")
     assert messages[0].endswith("/ (replay: /replay/<url>)")
+
+
+def raw_exchange(port: int, data: bytes, wait_s: float = 10.0) -> bytes:
+    """Send raw bytes on a fresh connection; return everything the server sends back."""
+    with socket.create_connection(("127.0.0.1", port), timeout=wait_s) as sock:
+        sock.sendall(data)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["/replay/http://[::1/", "http://[::1/", "/replay/http://site.example:99999/", "http://a:b/"],
+)
+def test_malformed_urls_get_a_400(server: ReplayServer, target: str) -> None:
+    answer = raw_exchange(
+        port_of(server), f"GET {target} HTTP/1.1\r\nConnection: close\r\n\r\n".encode()
+    )
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+    assert b"not a valid URL" in answer
+    # ... and the server goes on serving.
+    assert once(port_of(server), "/").status == 200
+
+
+def test_echoed_targets_are_cut_short(server: ReplayServer) -> None:
+    answer = raw_exchange(
+        port_of(server), b"GET /" + b"z" * 60_000 + b" HTTP/1.1\r\nConnection: close\r\n\r\n"
+    )
+    assert answer.startswith(b"HTTP/1.1 400 ") and len(answer) < 2_000
+
+
+@pytest.fixture
+def strict_server(recorded: Recorded) -> Iterator[ReplayServer]:
+    """A server with a short body timeout and a small cap on bodies in flight."""
+    with Snapshot.open(recorded.pack) as snapshot:
+        httpd = ReplayServer(snapshot, body_timeout_s=0.5, max_inflight_bytes=1000)
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield httpd
+        finally:
+            httpd.shutdown()
+            httpd.server_close()
+            thread.join(5)
+
+
+def _post_head(recorded: Recorded, length: int) -> bytes:
+    return (
+        f"POST /replay/{recorded.base}/search HTTP/1.1\r\nConnection: close\r\n"
+        f"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def test_a_stalled_body_times_out(recorded: Recorded, strict_server: ReplayServer) -> None:
+    answer = raw_exchange(port_of(strict_server), _post_head(recorded, 100) + b"q=na")
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:80]
+
+
+def test_bodies_in_flight_are_capped(recorded: Recorded, strict_server: ReplayServer) -> None:
+    port = port_of(strict_server)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as held:
+        held.sendall(_post_head(recorded, 800) + b"q=naja&")  # 800 bytes announced, 7 sent
+        assert once(port, "/").status == 200  # the first head has been read by now
+        refused = raw_exchange(port, _post_head(recorded, 800) + b"q" * 800)
+        assert refused.startswith(b"HTTP/1.1 503 ") and b"Retry-After: 1" in refused
+        held.sendall(b"x" * 793)
+        answer = held.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 404 ")  # a body the pack does not hold: a miss
+    # The held bytes were released: the same request is accepted now.
+    accepted = raw_exchange(port, _post_head(recorded, 6) + b"q=naja")
+    assert accepted.startswith(b"HTTP/1.1 200 ") and accepted.endswith(recorded.search)
