@@ -202,11 +202,10 @@ def _index_warc(path: Path, filename: str, index: _Index) -> None:
             is_get = request is None or request.method in ("", "GET")
             if is_get and record.status == 200 and record.mime in _HTML_MIMES:
                 http = read_response(fd, str(path), record.offset, record.length)
-                page = {"url": record.target_uri, "ts": record.date}
-                title = html_title(http.body)
-                if title:  # an empty title is not a valid pages.jsonl field
-                    page["title"] = title
-                index.pages.append(page)
+                # A page without a title is named by its URL, as py-wacz does: a row with an
+                # empty title is a blank row to `wacz validate` (its columns are the header's).
+                title = html_title(http.body) or record.target_uri
+                index.pages.append({"url": record.target_uri, "ts": record.date, "title": title})
     finally:
         os.close(fd)
 
