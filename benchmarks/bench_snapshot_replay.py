@@ -15,6 +15,9 @@ response). Then it measures, in the same run:
     numbers would be distorted by Nagle's algorithm on pywb's side): p50/p95 latency and
     requests/s with one client, then requests/s with ``--clients`` concurrent clients.
     Rounds alternate between the servers; every body is compared to the site's.
+(c) load: ``--load-clients`` clients (default 64) x ``--load-requests`` requests each
+    (default 1,000) on keep-alive connections to ``sgrgym snapshot serve``; every status and
+    body is checked, and errors (wrong answers, failed connections) are counted: 0 expected.
 
 pywb is not a dependency of sgrgym: it is installed, if missing, into its own virtualenv
 (``--pywb-venv``, default ``benchmarks/out/pywb-venv``) from
@@ -371,6 +374,47 @@ def bench_http(
     return result
 
 
+def load_test(
+    server: Server, urls: list[str], expected: dict[str, bytes], clients: int, requests: int,
+    seed: int,
+) -> dict[str, Any]:  # fmt: skip
+    """``clients`` threads x ``requests`` keep-alive GETs each: errors and requests/s."""
+    errors = [0] * clients
+    done = [0] * clients
+
+    def work(number: int) -> None:
+        rng = random.Random(seed + number)
+        conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+        try:
+            for _ in range(requests):
+                url = rng.choice(urls)
+                try:
+                    conn.request("GET", server.target(url))
+                    answer = conn.getresponse()
+                    body = answer.read()
+                    errors[number] += answer.status != 200 or body != expected[url]
+                except (OSError, http.client.HTTPException):
+                    errors[number] += 1
+                    conn.close()
+                    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+                done[number] += 1
+        finally:
+            conn.close()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(clients)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - start
+    total = sum(done)
+    return {
+        "clients": clients, "requests_per_client": requests, "requests": total,
+        "errors": sum(errors), "wall_s": wall, "rps": total / wall,
+    }  # fmt: skip
+
+
 def ensure_pywb(venv: Path) -> Path:
     """The ``bin`` folder of a virtualenv holding pywb, made from REQUIREMENTS if missing."""
     bin_dir = venv / "bin"
@@ -449,6 +493,8 @@ def main() -> int:
         help="HTTP client used for both servers: a bare socket (default) or http.client",
     )  # fmt: skip
     parser.add_argument("--rounds", type=int, default=4, help="alternating HTTP rounds")
+    parser.add_argument("--load-clients", type=int, default=64, help="load test (0: skip)")
+    parser.add_argument("--load-requests", type=int, default=1000, help="per load client")
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--pywb-venv", type=Path, default=HERE / "out" / "pywb-venv")
     parser.add_argument("--skip-pywb", action="store_true", help="HTTP: sgrgym only")
@@ -487,6 +533,11 @@ def main() -> int:
                              urls[0]) as pywb:  # fmt: skip
                     servers.append(pywb)
                     web = bench_http(servers, urls, expected, args)
+            load = None
+            if args.load_clients > 0:
+                load = load_test(
+                    ours, urls, expected, args.load_clients, args.load_requests, args.seed
+                )
         summary: dict[str, Any] = {
             "documents": len(docs),
             "records": records,
@@ -494,6 +545,7 @@ def main() -> int:
             "record_s": record_s,
             "library": library,
             "http": web,
+            "load": load,
             "environment": {
                 "python": platform.python_version(),
                 "platform": platform.platform(),
@@ -503,6 +555,12 @@ def main() -> int:
             },
         }
         print_table(summary)
+        if load is not None:
+            print(
+                f"\n(c) load: {load['clients']} keep-alive clients x "
+                f"{load['requests_per_client']} requests: {load['requests']} answered, "
+                f"{load['errors']} errors, {load['rps']:.0f} req/s"
+            )
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps(summary, indent=2) + "\n")
