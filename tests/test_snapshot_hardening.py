@@ -321,6 +321,8 @@ def test_file_record_counts_are_checked_against_the_files(pack: Path) -> None:
     with pytest.raises(UserError, match="holds 3 records, its manifest says 4"):
         Snapshot.open(pack)
     assert any("3 readable records, manifest says 4" in p for p in verify_pack(pack).problems)
+    with pytest.raises(UserError, match="holds 3 records, its manifest says 4"):
+        export_wacz(pack, pack.parent / "out.wacz")
 
 
 # --- bad input: clear errors, exit 2 -----------------------------------------------------

@@ -67,18 +67,24 @@ _COLUMNS = (
 Row = tuple[object, ...]
 
 
+def _capture(row: Row, original: Capture | None = None) -> Capture:
+    """The capture of one index row (columns as in :data:`_COLUMNS`)."""
+    _, _, _, _, status, mime, warc, offset, length, time, location, record_id = row[:12]
+    return Capture(
+        str(row[0]), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
+        str(time), str(location), str(record_id), original,
+    )  # fmt: skip
+
+
 def _originals(rows: list[Row]) -> dict[tuple[str, str], Capture]:
     """Records a revisit can refer to, by (URL, capture time) and by ("", payload digest)."""
     found: dict[tuple[str, str], Capture] = {}
     for row in rows:
-        url, _, _, _, status, mime, warc, offset, length, time, loc, rid, kind, _, _, digest = row
+        kind, digest = row[12], row[15]
         if kind == "revisit":
             continue
-        capture = Capture(
-            str(url), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
-            str(time), str(loc), str(rid),
-        )  # fmt: skip
-        found.setdefault((str(url), str(time)), capture)
+        capture = _capture(row)
+        found.setdefault((capture.url, capture.capture_time), capture)
         if digest:
             found.setdefault(("", str(digest)), capture)
     return found
@@ -137,8 +143,8 @@ class Snapshot:
         rule: dict[tuple[str, str, str], Capture] = {}
         by_id: dict[str, Capture] = {}
         for row in rows:
-            url, key, method, body, status, mime, warc, offset, length, time, loc = row[:11]
-            rid, kind, refers_uri, refers_date, digest = row[11:]
+            url, key, method, body = row[:4]
+            kind, refers_uri, refers_date, digest = row[12:]
             original = None
             if kind == "revisit":
                 original = originals.get((str(refers_uri or url), str(refers_date))) or (
@@ -146,10 +152,7 @@ class Snapshot:
                 )
                 if original is None:
                     continue  # its payload is not in the pack: an earlier capture answers
-            capture = Capture(
-                str(url), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
-                str(time), str(loc), str(rid), original,
-            )  # fmt: skip
+            capture = _capture(row, original)
             # Rows come ordered by capture time: a later capture replaces an earlier one.
             exact[(str(method), str(url), str(body))] = capture
             rule[(str(method), str(key), str(body))] = capture

@@ -309,7 +309,14 @@ def export_wacz(pack: str | Path, out: Path) -> WaczResult:
     }
     index = _Index([], [])
     for name, entry in warcs.items():
+        before = index.records
         _index_warc(pack_file(pack_dir, entry.path), PurePosixPath(name).name, index)
+        if index.records - before != entry.records:
+            raise UserError(
+                f"{pack_dir}: {entry.path} holds {index.records - before} records, its "
+                f"manifest says {entry.records}; the manifest was altered (run `sgrgym "
+                "snapshot verify`)"
+            )
     index.pages.sort(key=lambda page: (page["url"], page["ts"]))
     header = {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
     small = {
