@@ -367,6 +367,20 @@ def test_long_lines_are_not_echoed_whole(
     assert f"{broken}:1" in capsys.readouterr().err
 
 
+def test_deep_json_bodies_and_bad_crawl_urls(
+    pack: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_bytes(b"[" * 10_000 + b"]" * 10_000)
+    argv = ["snapshot", "fetch", str(pack), f"{SITE}/a", "--data", f"@{deep}"]
+    assert main([*argv, "--content-type", "application/json"]) == 3  # a miss, not a crash
+    spec = tmp_path / "crawl.json"
+    spec.write_text(json.dumps({"seeds": ["http://127.0.0.1:1/", "http://[::1/"]}))
+    assert main(["snapshot", "record", "--crawl", str(spec), "--out", str(tmp_path / "p")]) == 2
+    err = capsys.readouterr().err
+    assert f"{spec}: invalid crawl spec: seeds.1:" in err and "Traceback" not in err
+
+
 def test_import_names_folders_and_missing_files(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="is a folder"):
         import_archives([tmp_path], tmp_path / "pack")

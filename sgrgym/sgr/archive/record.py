@@ -129,8 +129,9 @@ def read_url_list(path: Path) -> CrawlSpec:
 
 
 def read_crawl_spec(path: Path) -> CrawlSpec:
+    """A ``--crawl`` spec file, its URLs checked (the field that is wrong is named)."""
     try:
-        return CrawlSpec.model_validate_json(path.read_bytes())
+        spec = CrawlSpec.model_validate_json(path.read_bytes())
     except FileNotFoundError:
         raise UserError(f"{path}: crawl spec not found") from None
     except IsADirectoryError:
@@ -139,6 +140,15 @@ def read_crawl_spec(path: Path) -> CrawlSpec:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise UserError(f"{path}: invalid crawl spec: {where}: {first['msg']}") from None
+    fields = [(f"seeds.{i}", url) for i, url in enumerate(spec.seeds)]
+    fields += [(f"requests.{i}.url", r.url) for i, r in enumerate(spec.requests)]
+    fields += [("proxy", spec.proxy)] if spec.proxy else []
+    for where, url in fields:
+        try:
+            check_url(url)
+        except BadUrl as exc:
+            raise UserError(f"{path}: invalid crawl spec: {where}: {exc}") from None
+    return spec
 
 
 class _Links(HTMLParser):

@@ -136,6 +136,6 @@ def body_key(body: bytes | None, content_type: str | None = None) -> str:
             pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, strict_parsing=True)
             body = urlencode(sorted(pairs)).encode()
     elif kind.endswith("json"):
-        with suppress(UnicodeDecodeError, ValueError):
+        with suppress(UnicodeDecodeError, ValueError, RecursionError):  # too deep: raw bytes
             body = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
     return sha256_bytes(body)
