@@ -75,7 +75,7 @@ def _differences(found: Any, wanted: Any) -> str:
         old, new = found.get(key), wanted.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
             inner = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
-            parts += [f"{key}[{shorten(str(k), 80)}]" for k in inner]
+            parts += [f"{key}[{shorten(str(k), 400)}]" for k in inner]
         else:
             parts.append(key)
     return ", ".join(parts[:10]) if parts else "formatting"
