@@ -71,7 +71,7 @@ from sgrgym.report.table import format_table
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
 from sgrgym.seeker.belief import Renderer, dedup_belief
-from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256, load_corpus
+from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256
 from sgrgym.seeker.embed import CachedEmbedder, Embedder, QueryCache, load_embedder
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import (
@@ -82,6 +82,7 @@ from sgrgym.seeker.estimators import (
     make_estimator,
     visible_belief,
 )
+from sgrgym.seeker.pinned import load_pinned_corpus
 from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.store import PassageStore
 
@@ -776,7 +777,7 @@ def run_calibration(
     options: CalibrateOptions, progress: Progress | None = None
 ) -> list[CalibrationReport]:
     """Pool, estimates, protocol and (optionally) calibrated stopping for each estimator."""
-    corpus = load_corpus(options.corpus_file)
+    corpus = load_pinned_corpus(options.corpus_file, options.store_dir, False)
     width = options.interval_width
     if width is None:
         width = interval_width_for(corpus.name)

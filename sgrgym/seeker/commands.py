@@ -92,10 +92,11 @@ def _embedder(name: str, cache: Path | None) -> Any:
 
 
 def cmd_build_store(args: argparse.Namespace) -> int:
-    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
+    from sgrgym.seeker.corpus import corpus_sha256
+    from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import DEFAULT_THETA, PassageRow, build_store
 
-    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
+    corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), None, False)
     embedder = _embedder(args.model, None)
     rows = [
         PassageRow(d.id, p.id, " > ".join(p.section), p.order, p.text)
@@ -115,17 +116,13 @@ def cmd_build_store(args: argparse.Namespace) -> int:
 
 def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
     from sgrgym.errors import UserError
-    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
     from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import PassageStore
 
-    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
-    store = PassageStore.open(args.store or store_path(args.corpus, args.model))
-    if store.manifest.corpus_sha256 != corpus_sha256(corpus):
-        raise UserError(
-            "the passage store was built from another version of the corpus; rebuild the "
-            "corpus (sgrgym seeker build-corpus) or the store (sgrgym seeker build-store)"
-        )
+    store_dir = args.store or store_path(args.corpus, args.model)
+    corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), store_dir, True)
+    store = PassageStore.open(store_dir)
     embedder = _embedder(args.model, args.query_cache)
     if embedder.model_id != store.manifest.model_id:
         raise UserError(
