@@ -1,7 +1,7 @@
 """Every command that reads a user file answers bad input with exit 2 and a message naming it.
 
-The sweep covers the ``sgr`` and ``seeker`` commands; the ``snapshot`` commands' inputs are
-swept in the snapshot tests.
+The sweep covers the ``sgr`` and ``seeker`` commands; the ``snapshot`` commands' file inputs
+(``record --urls``, ``fetch --data @FILE``, ...) are not part of it.
 """
 
 from __future__ import annotations

@@ -355,7 +355,7 @@ def load_tasks(
     known = set(where) | {t.task.pair_id for t in tasks}
     unknown = sorted(k for k in row_keys if k not in known)
     if unknown:
-        problems.append(f"--row-keys names task ids not in the task files: {unknown}")
+        problems.append(f"--row-keys names task ids not in the task files: {shorten(str(unknown))}")
     if problems:
         raise TaskFileError(problems)
     return tasks
