@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -212,3 +213,32 @@ def test_calibrate_out_reused_with_other_options_is_refused(
     assert main([*base, "--estimator", "constant"]) == 2
     assert "holds another run" in capsys.readouterr().err
     assert (out / "visible-count").is_dir()  # untouched: the other run's results stay
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def test_calibrate_rerun_killed_leaves_no_completed_results_then_resumes(tmp_path: Path) -> None:
+    argv = ["seeker", "calibrate", "--estimator", "constant", "visible-count", "--splits", "1",
+            "--seeds", "1", "--steps", "3", "--quiet", "--json", "--out"]  # fmt: skip
+    clean = tmp_path / "clean"
+    assert main([*argv, str(clean)]) == 0
+    out = tmp_path / "rerun"
+    shutil.copytree(clean, out)
+    proc = _sgrgym(*argv, str(out))
+    while proc.poll() is None and (out / COMPLETE).exists():
+        time.sleep(0.01)
+    time.sleep(random.Random(3).uniform(0.0, 1.0))
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        assert not (out / COMPLETE).exists()
+    else:
+        proc.communicate()
+    assert main([*argv, str(out)]) == 0
+    assert _tree(out) == _tree(clean)
