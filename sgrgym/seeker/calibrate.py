@@ -52,7 +52,8 @@ import hashlib
 import json
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 from pathlib import Path
 from statistics import fmean, stdev
@@ -61,13 +62,16 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
+from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
+from sgrgym.inputs import read_bytes
 from sgrgym.report.output import jsonl_line
 from sgrgym.report.table import format_table
+from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
 from sgrgym.seeker.belief import Renderer, dedup_belief
-from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256, load_corpus
+from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256
 from sgrgym.seeker.embed import CachedEmbedder, Embedder, QueryCache, load_embedder
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import (
@@ -78,6 +82,7 @@ from sgrgym.seeker.estimators import (
     make_estimator,
     visible_belief,
 )
+from sgrgym.seeker.pinned import load_pinned_corpus
 from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.store import PassageStore
 
@@ -683,6 +688,29 @@ def write_outputs(
     return folder
 
 
+class CalibrationCard(BaseModel):
+    """The run card of a ``calibrate --out`` folder: every option that shapes the results."""
+
+    options: dict[str, object]
+    corpus_file_sha256: str
+    sgrgym_version: str = __version__
+
+
+@contextmanager
+def calibration_folder(options: CalibrateOptions) -> Iterator[Callable[[], None]]:
+    """With ``--out``: the locked run folder of these options (refused if it holds another
+    run; the previous results are removed first); yields the call that marks it complete."""
+    if options.out is None:
+        yield lambda: None
+        return
+    card = CalibrationCard(
+        options=options.model_dump(mode="json", exclude={"out", "query_cache", "estimate_cache"}),
+        corpus_file_sha256=sha256_bytes(read_bytes(options.corpus_file, "corpus file")),
+    )
+    with open_run_folder(options.out, card, finals=("pool.jsonl", *options.estimators)) as folder:
+        yield folder.complete
+
+
 # --------------------------------------------------------------------------------------------
 # The `sgrgym seeker calibrate` pipeline
 
@@ -749,7 +777,7 @@ def run_calibration(
     options: CalibrateOptions, progress: Progress | None = None
 ) -> list[CalibrationReport]:
     """Pool, estimates, protocol and (optionally) calibrated stopping for each estimator."""
-    corpus = load_corpus(options.corpus_file)
+    corpus = load_pinned_corpus(options.corpus_file, options.store_dir, False)
     width = options.interval_width
     if width is None:
         width = interval_width_for(corpus.name)

@@ -46,17 +46,23 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
 
         corpus = build_pydocs_corpus(progress=None if args.quiet else progress_bar)
         out = args.out or corpus_path(DEMO)
+    elif args.path is None:
+        from sgrgym.errors import UserError
+
+        raise UserError(f"--source {args.source} needs a path (a JSONL file or a folder of .html)")
     elif args.source == "jsonl":
         corpus = import_jsonl(args.path, name=args.name)
         out = args.out or corpus_path(corpus.name)
     else:
         from sgrgym.errors import UserError
+        from sgrgym.inputs import read_text
 
         files = sorted(Path(args.path).glob("*.htm*"))
         if not files:
             raise UserError(f"{args.path}: no .html files")
         documents = [
-            html_document(f.read_text(encoding="utf-8"), f.stem, args.topic) for f in files
+            html_document(read_text(f, "HTML page", allow_empty=True), f.stem, args.topic)
+            for f in files
         ]
         corpus, rejected = build_corpus(
             args.name or Path(args.path).name, documents, CorpusSource(kind="html")
@@ -86,10 +92,11 @@ def _embedder(name: str, cache: Path | None) -> Any:
 
 
 def cmd_build_store(args: argparse.Namespace) -> int:
-    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
+    from sgrgym.seeker.corpus import corpus_sha256
+    from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import DEFAULT_THETA, PassageRow, build_store
 
-    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
+    corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), None, False)
     embedder = _embedder(args.model, None)
     rows = [
         PassageRow(d.id, p.id, " > ".join(p.section), p.order, p.text)
@@ -109,17 +116,13 @@ def cmd_build_store(args: argparse.Namespace) -> int:
 
 def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
     from sgrgym.errors import UserError
-    from sgrgym.seeker.corpus import corpus_sha256, load_corpus
     from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import PassageStore
 
-    corpus = load_corpus(args.corpus_file or corpus_path(args.corpus))
-    store = PassageStore.open(args.store or store_path(args.corpus, args.model))
-    if store.manifest.corpus_sha256 != corpus_sha256(corpus):
-        raise UserError(
-            "the passage store was built from another version of the corpus; rebuild the "
-            "corpus (sgrgym seeker build-corpus) or the store (sgrgym seeker build-store)"
-        )
+    store_dir = args.store or store_path(args.corpus, args.model)
+    corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), store_dir, True)
+    store = PassageStore.open(store_dir)
     embedder = _embedder(args.model, args.query_cache)
     if embedder.model_id != store.manifest.model_id:
         raise UserError(
@@ -180,6 +183,7 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
+        calibration_folder,
         render_stopping,
         render_table,
         run_calibration,
@@ -194,7 +198,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
         estimate_cache=args.estimate_cache, out=args.out,
     )  # fmt: skip
-    reports = run_calibration(options, None if args.quiet else progress_bar)
+    with calibration_folder(options) as finish:
+        reports = run_calibration(options, None if args.quiet else progress_bar)
+        finish()
     if args.json:
         for report in reports:
             write_json(report.model_dump_json())

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
+from sgrgym.inputs import BadJson, json_value, jsonl_lines, shorten
 from sgrgym.report.table import format_table
 
 CORPUS_FORMAT = "sgrgym-seeker-corpus"
@@ -867,8 +868,8 @@ def _parse_document(record: Any, where: str) -> tuple[Document | None, list[str]
     except ValidationError as err:
         return None, [f"{where}: field {_field_path(e['loc'])}: {e['msg']}" for e in err.errors()]
     problems = [
-        f"{where}: field passages[{i}].id: {p.id!r} should be 'p{i + 1}' (passages are "
-        "numbered from 1 in order)"
+        f"{where}: field passages[{i}].id: {shorten(repr(p.id))} should be 'p{i + 1}' "
+        "(passages are numbered from 1 in order)"
         for i, p in enumerate(raw.passages)
         if p.id is not None and p.id != f"p{i + 1}"
     ]
@@ -881,15 +882,7 @@ def _parse_document(record: Any, where: str) -> tuple[Document | None, list[str]
 
 
 def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UserError(f"corpus file not found: {path}") from None
-    except UnicodeDecodeError as err:
-        raise UserError(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, line
+    return jsonl_lines(path, "corpus file", allow_empty=True)
 
 
 def _parse_documents(
@@ -900,9 +893,9 @@ def _parse_documents(
     for number, line in lines:
         where = f"{path} line {number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as err:
-            problems.append(f"{where}: not valid JSON ({err.msg} at column {err.colno})")
+            record = json_value(line)
+        except BadJson as err:
+            problems.append(f"{where}: {err}")
             continue
         doc, errors = _parse_document(record, where)
         problems.extend(errors)
@@ -910,7 +903,7 @@ def _parse_documents(
             continue
         if doc.id in first_line:
             problems.append(
-                f"{where}: field id: duplicate document id {doc.id!r} (first on line "
+                f"{where}: field id: duplicate document id {shorten(repr(doc.id))} (first on line "
                 f"{first_line[doc.id]})"
             )
             continue
@@ -994,8 +987,8 @@ def load_corpus(path: Path) -> Corpus:
         raise CorpusFileError([f"{path}: empty file"])
     number, first = lines[0]
     try:
-        header = _Header.model_validate(json.loads(first))
-    except (json.JSONDecodeError, ValidationError):
+        header = _Header.model_validate(json_value(first))
+    except (BadJson, ValidationError):
         raise CorpusFileError(
             [
                 f"{path} line {number}: not a saved corpus header (expected format "
@@ -1005,8 +998,8 @@ def load_corpus(path: Path) -> Corpus:
     if header.format != CORPUS_FORMAT or header.version != CORPUS_FORMAT_VERSION:
         raise CorpusFileError(
             [
-                f"{path} line {number}: format {header.format!r} version {header.version} is "
-                f"not {CORPUS_FORMAT!r} version {CORPUS_FORMAT_VERSION}"
+                f"{path} line {number}: format {shorten(repr(header.format))} version "
+                f"{header.version} is not {CORPUS_FORMAT!r} version {CORPUS_FORMAT_VERSION}"
             ]
         )
     problems: list[str] = []

@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
+from sgrgym.inputs import existing_file
 
 if TYPE_CHECKING:
     import requests
@@ -476,10 +477,22 @@ class QueryCache:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        what = "query cache (SQLite)"
+        if (str(path) != ":memory:" and existing_file(self.path, what)
+                and self.path.stat().st_size == 0):  # fmt: skip
+            raise UserError(
+                f"{self.path}: the {what} is an empty file; delete it (a new cache is "
+                "created where no file exists) or name another --query-cache"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
-        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.Error as exc:
+            raise UserError(
+                f"{self.path}: not a {what} ({exc}); delete it or name another --query-cache"
+            ) from None
         if version not in (0, _SCHEMA_VERSION):
             self._db.close()
             raise UserError(f"{self.path}: query cache schema {version} is not supported")

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
+from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
 from sgrgym.seeker.env import EpisodeState
@@ -448,14 +449,16 @@ class EstimateCache:
         self.computed = 0
         self.hits = 0
         self._values: dict[tuple[str, str], float] = {}
-        if path is not None and path.is_file():
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
+        if path is not None:
+            # A last line without its newline was cut short by a kill: it is dropped.
+            for number, record in read_log(path, "estimate cache"):
                 try:
-                    item = _CachedEstimate.model_validate_json(line)
+                    item = _CachedEstimate.model_validate(record)
                 except ValueError:
-                    raise UserError(f"{path} line {number}: not a cached estimate") from None
+                    raise UserError(
+                        f"{path} line {number}: not a cached estimate "
+                        '({"estimator": ..., "key": ..., "c_hat": ...})'
+                    ) from None
                 self._values.setdefault((item.estimator, item.key), item.c_hat)
 
     def __len__(self) -> int:

@@ -4,7 +4,8 @@ Metrics (paper sections 2.3, 3.1 and C.4): completeness per step and final, mean
 completeness overall and per topic cluster, query diversity (1 - max cosine to the
 episode's earlier queries) and the belief's context length per step (tokens ≈ chars / 4).
 ``episodes.jsonl`` gets one line per (document, seed) as episodes end; ``summary.json``
-the aggregates. Same inputs and seeds give byte-identical files.
+the aggregates; ``run.json`` the run card and ``complete.json`` the end marker. An interrupted
+run resumes. Same inputs and seeds give byte-identical files.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from sgrgym.report.output import jsonl_line
+from sgrgym import __version__
+from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
+from sgrgym.seeker.corpus import corpus_sha256
 from sgrgym.seeker.env import SeekerEnv
 from sgrgym.seeker.retrieval import query_diversity
 
@@ -102,6 +105,37 @@ def summarize(
     )  # fmt: skip
 
 
+class SeekerRunCard(BaseModel):
+    """What a ``seeker run`` folder holds: the same card on a resume, or the folder is refused."""
+
+    corpus: str
+    corpus_sha256: str
+    store_vectors_sha256: str
+    model_id: str
+    agent: str
+    belief: str
+    steps: int
+    seeds: int
+    theta: float
+    docs: list[str]
+    sgrgym_version: str = __version__
+
+
+EPISODES = "episodes.jsonl"
+SUMMARY = "summary.json"
+
+
+def seeker_run_card(
+    env: SeekerEnv, agent: SeekerAgent, belief: str, doc_ids: Sequence[str], seeds: int
+) -> SeekerRunCard:
+    return SeekerRunCard(
+        corpus=env.corpus.name, corpus_sha256=corpus_sha256(env.corpus),
+        store_vectors_sha256=env.store.manifest.vectors_sha256,
+        model_id=env.store.manifest.model_id, agent=agent.name, belief=belief,
+        steps=env.horizon, seeds=seeds, theta=env.theta, docs=list(doc_ids),
+    )  # fmt: skip
+
+
 def run_seeker(
     env: SeekerEnv,
     agent: SeekerAgent,
@@ -112,22 +146,30 @@ def run_seeker(
     out_dir: Path,
     progress: Progress | None = None,
 ) -> SeekerSummary:
-    """Every (document, seed) episode; writes episodes.jsonl and summary.json to ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    episodes = []
+    """Every (document, seed) episode; writes episodes.jsonl and summary.json to ``out_dir``.
+
+    The folder is a run folder (:mod:`sgrgym.runs.folder`): card, lock, resume after the
+    episodes already written, ``complete.json`` once the summary is written.
+    """
+    card = seeker_run_card(env, agent, belief, doc_ids, seeds)
     total = len(doc_ids) * seeds
-    with (out_dir / "episodes.jsonl").open("w", encoding="utf-8") as out:
+    with open_run_folder(out_dir, card, finals=(SUMMARY,)) as folder:
+        episodes = folder.records(EPISODES)
+        done = {(e["seed"], e["doc_id"]) for e in episodes if isinstance(e, dict)}
         for seed in range(seeds):
             for doc_id in doc_ids:
+                if (seed, doc_id) in done:
+                    continue
                 episode = run_episode(env, agent, render, doc_id, seed)
+                folder.append(EPISODES, episode)
                 episodes.append(episode)
-                out.write(jsonl_line(episode))
                 if progress:
                     progress(
                         len(episodes), total, f"{doc_id} c={episode['final_completeness']:.2f}"
                     )
-    summary = summarize(
-        episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
-    )
-    (out_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", "utf-8")
+        summary = summarize(
+            episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
+        )
+        folder.write_final(SUMMARY, summary.model_dump_json(indent=2) + "\n")
+        folder.complete((EPISODES, SUMMARY))
     return summary

@@ -4,8 +4,9 @@
 section, order, text_sha256, vector) and ``manifest.json`` (corpus, model id, dims, θ,
 normalization, row count, sha256 of the vectors' content). LanceDB files are not
 byte-reproducible (they carry random ids), so the pin is a content hash: rows in
-(doc_id, order) order, each as doc id, passage id, text sha256 and the float32 vector bytes.
-It is recomputed and compared every time the store is opened.
+(doc_id, order) order, each as every column: doc id, passage id, section, order, text sha256
+and the float32 vector bytes. It is recomputed and compared every time the store is opened;
+a table that lance cannot read is a UserError naming the store.
 
 LanceDB is the store, not the per-step search: an episode loads its document's matrix once
 (:meth:`PassageStore.matrix`) and scores queries with numpy (:mod:`sgrgym.seeker.retrieval`).
@@ -21,10 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.inputs import read_bytes, shorten
 from sgrgym.seeker.retrieval import Matrix
 
 TABLE = "passages"
@@ -52,19 +54,24 @@ class PassageRow:
     text: str
 
 
-def _content_sha256(table: Any) -> str:
-    data = table.to_arrow().sort_by([("doc_id", "ascending"), ("order", "ascending")])
+COLUMNS = ("doc_id", "passage_id", "section", "order", "text_sha256", "vector")
+
+
+def _sorted_rows(table: Any) -> Any:
+    """The table's rows as one Arrow table in (doc_id, order) order."""
+    return table.to_arrow().sort_by([("doc_id", "ascending"), ("order", "ascending")])
+
+
+def _content_sha256(data: Any) -> str:
+    """sha256 over every column of every row, rows in (doc_id, order) order: the text
+    columns NUL-separated, then the float32 vector bytes (little-endian)."""
     digest = hashlib.sha256()
     vectors = np.asarray(data["vector"].combine_chunks().flatten(), dtype="<f4")
     dims = len(vectors) // max(1, data.num_rows)
     vectors = vectors.reshape(data.num_rows, dims)
-    for i, (doc, pid, text_hash) in enumerate(
-        zip(
-            data["doc_id"].to_pylist(), data["passage_id"].to_pylist(),
-            data["text_sha256"].to_pylist(), strict=True,
-        )
-    ):  # fmt: skip
-        digest.update(f"{doc}\0{pid}\0{text_hash}\0".encode())
+    columns = [data[name].to_pylist() for name in COLUMNS[:-1]]
+    for i, (doc, pid, section, order, text_hash) in enumerate(zip(*columns, strict=True)):
+        digest.update(f"{doc}\0{pid}\0{section}\0{order}\0{text_hash}\0".encode())
         digest.update(vectors[i].tobytes())
     return digest.hexdigest()
 
@@ -106,7 +113,7 @@ def build_store(
     db.create_table(TABLE, table, mode="overwrite")
     manifest = StoreManifest(
         corpus=corpus, corpus_sha256=corpus_sha256, model_id=model_id, dims=dims, theta=theta,
-        rows=len(rows), vectors_sha256=_content_sha256(db.open_table(TABLE)),
+        rows=len(rows), vectors_sha256=_content_sha256(_sorted_rows(db.open_table(TABLE))),
     )  # fmt: skip
     tmp = out_dir / (MANIFEST + ".tmp")
     tmp.write_text(canonical_json(manifest.model_dump(mode="json")), encoding="utf-8")
@@ -114,14 +121,32 @@ def build_store(
     return manifest
 
 
+def load_store_manifest(path: Path) -> StoreManifest:
+    """The manifest of the store ``path`` (a UserError naming it when missing or invalid)."""
+    if not (path / MANIFEST).exists():
+        raise UserError(
+            f"{path}: no passage store here (build it with `sgrgym seeker build-store`)"
+        )
+    try:
+        return StoreManifest.model_validate_json(
+            read_bytes(path / MANIFEST, "passage store manifest")
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UserError(
+            f"{path / MANIFEST}: not a passage store manifest (field "
+            f"{'.'.join(str(p) for p in first['loc']) or '(record)'}: {first['msg']}); "
+            "rebuild with `sgrgym seeker build-store`"
+        ) from None
+
+
 class PassageStore:
     """An opened, verified store: per-document matrices for the episodes' hot path."""
 
-    def __init__(self, path: Path, manifest: StoreManifest, table: Any) -> None:
+    def __init__(self, path: Path, manifest: StoreManifest, table: Any, data: Any) -> None:
         self.path = path
         self.manifest = manifest
         self.table = table
-        data = table.to_arrow().sort_by([("doc_id", "ascending"), ("order", "ascending")])
         vectors = np.asarray(data["vector"].combine_chunks().flatten(), dtype=np.float32)
         self._vectors = vectors.reshape(data.num_rows, manifest.dims)
         self._docs: dict[str, tuple[int, int]] = {}
@@ -135,23 +160,41 @@ class PassageStore:
         """Open ``path`` and check its vectors against the manifest's content hash."""
         import lancedb
 
-        try:
-            manifest = StoreManifest.model_validate_json((path / MANIFEST).read_bytes())
-        except FileNotFoundError:
-            raise UserError(
-                f"{path}: no passage store here (build it with `sgrgym seeker build-store`)"
-            ) from None
+        manifest = load_store_manifest(path)
         try:
             table = lancedb.connect(str(path)).open_table(TABLE)
-        except (ValueError, FileNotFoundError, OSError) as exc:
-            raise UserError(f"{path}: cannot open the LanceDB table {TABLE!r} ({exc})") from None
-        found = _content_sha256(table)
+            data = _sorted_rows(table)
+            if tuple(data.column_names) != COLUMNS:
+                raise UserError(
+                    f"{path}: the LanceDB table {TABLE!r} has columns {data.column_names}, "
+                    f"expected {list(COLUMNS)}; rebuild with `sgrgym seeker build-store`"
+                )
+            dims = data.schema.field("vector").type.list_size
+            if dims != manifest.dims:
+                raise UserError(
+                    f"{path}: the vectors have {dims} dims, the manifest {manifest.dims}; "
+                    "rebuild with `sgrgym seeker build-store`"
+                )
+            found = _content_sha256(data)
+        except UserError:
+            raise
+        except Exception as exc:  # lance and arrow raise ValueError, OSError, RuntimeError ...
+            raise UserError(
+                f"{path}: cannot read the LanceDB table {TABLE!r} ({type(exc).__name__}: "
+                f"{shorten(str(exc), 300)}); the store is damaged: rebuild it with "
+                "`sgrgym seeker build-store`"
+            ) from None
         if found != manifest.vectors_sha256:
             raise UserError(
-                f"{path}: the stored vectors do not match the manifest (content sha256 {found}, "
+                f"{path}: the stored passages do not match the manifest (content sha256 {found}, "
                 f"pinned {manifest.vectors_sha256}); rebuild with `sgrgym seeker build-store`"
             )
-        return cls(path, manifest, table)
+        if data.num_rows != manifest.rows:
+            raise UserError(
+                f"{path}: the table has {data.num_rows} rows, the manifest {manifest.rows}; "
+                "rebuild with `sgrgym seeker build-store`"
+            )
+        return cls(path, manifest, table, data)
 
     def documents(self) -> list[str]:
         return sorted(self._docs)

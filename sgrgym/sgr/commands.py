@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sgrgym.report.output import write_json
+from sgrgym.report.output import progress, write_json
 
 
 def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
@@ -16,12 +16,20 @@ def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
     return load_row_keys(args.row_keys) if args.row_keys else None
 
 
+def _load_tasks(files: list[Path], row_keys: dict[str, list[str]] | None = None) -> list[Any]:
+    """Load task files; those under tasks/sgr/ are first checked against their pins."""
+    from sgrgym.sgr.task_pins import check_demo_task_files
+    from sgrgym.sgr.tasks import load_tasks
+
+    check_demo_task_files(files)
+    return load_tasks(files, row_keys)
+
+
 def cmd_sgr_score(args: argparse.Namespace) -> int:
     from sgrgym.sgr.score import load_predictions, score_tasks
     from sgrgym.sgr.score_table import render_report
-    from sgrgym.sgr.tasks import load_tasks
 
-    tasks = load_tasks(args.tasks, _row_keys(args))
+    tasks = _load_tasks(args.tasks, _row_keys(args))
     answers = load_predictions(args.predictions)
     report = score_tasks(tasks, answers)
     if args.out is not None:
@@ -37,7 +45,13 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     from sgrgym.report.table import format_table
     from sgrgym.sgr.tasks import load_tasks
 
-    tasks = load_tasks(args.tasks, _row_keys(args))
+    if args.update_pin:
+        from sgrgym.sgr.task_pins import write_pins
+
+        load_tasks(demo_task_files())
+        pins = write_pins(demo_task_files())
+        progress(f"pinned {len(pins.files)} demo task files in {DEFAULT_TASKS_DIR}/manifest.json")
+    tasks = _load_tasks(args.tasks, _row_keys(args))
     if args.json:
         records = [
             {
@@ -90,12 +104,10 @@ def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:
 
 
 def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
-    from sgrgym.report.output import progress
     from sgrgym.sgr.sites.app import SITES, load_site
     from sgrgym.sgr.sites.build import build_pack
-    from sgrgym.sgr.tasks import load_tasks
 
-    tasks = load_tasks(args.tasks or demo_task_files())
+    tasks = _load_tasks(args.tasks or demo_task_files())
     apps = [load_site(name) for name in args.sites or sorted(SITES)]
     pin = args.pin or Path("snapshots") / args.pack / "manifest.json"  # the committed pin
     result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress, pin)
@@ -117,7 +129,7 @@ def _open_pack(spec: str) -> tuple[Any, Any]:
     from sgrgym.sgr.sites.model import site_models
 
     snapshot = Snapshot.open(spec)
-    models = site_models(snapshot.manifest.sites)
+    models = site_models(snapshot.manifest.sites, str(snapshot.pack_dir / "manifest.json"))
     if not models:
         raise UserError(f"{spec}: this pack holds no site models (build it with sgr build-packs)")
     return snapshot, models
@@ -130,17 +142,17 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import run_card, run_tasks
     from sgrgym.sgr.score_table import render_report
-    from sgrgym.sgr.sites.reference import Reference, reference_of
-    from sgrgym.sgr.tasks import load_tasks
+    from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
 
     files = args.tasks or demo_task_files()
-    tasks = load_tasks(files)
+    tasks = _load_tasks(files)
     snapshot, models = _open_pack(args.pack)
     references: dict[str, Reference] = {}
     for task in tasks:
         reference = reference_of(task)
         if reference is not None:
             references[task.task_id] = reference
+    check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
     agent: Any
     if args.agent == "oracle":
         missing = [t.task_id for t in tasks if t.task_id not in references]
@@ -166,10 +178,9 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
 
 def cmd_sgr_states(args: argparse.Namespace) -> int:
     from sgrgym.errors import UserError
-    from sgrgym.sgr.sites.reference import answer_states, reference_of, walk
-    from sgrgym.sgr.tasks import load_tasks
+    from sgrgym.sgr.sites.reference import answer_states, check_references, reference_of, walk
 
-    tasks = {t.task_id: t for t in load_tasks(args.tasks or demo_task_files())}
+    tasks = {t.task_id: t for t in _load_tasks(args.tasks or demo_task_files())}
     task = tasks.get(args.task)
     if task is None:
         raise UserError(f"no task {args.task!r}; tasks: {', '.join(sorted(tasks))}")
@@ -181,6 +192,9 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
         model = models.get(reference.site)
         if model is None:
             raise UserError(f"pack {args.pack} has no site {reference.site!r}")
+        check_references(
+            models, {task.task_id: reference}, str(snapshot.pack_dir / "manifest.json")
+        )
         states = walk(model, reference.path)
         answers = {model.url(s) for s in answer_states(reference, states)}
         nodes = []
@@ -260,6 +274,10 @@ def add_commands(areas: Any) -> None:
         description="Validate task files and list each task with the row key the scorer uses.",
     )
     tasks.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tasks.add_argument(
+        "--update-pin", action="store_true",
+        help="first re-pin the demo task files (tasks/sgr/manifest.json: sha256 of each)",
+    )  # fmt: skip
     tasks.set_defaults(handler=cmd_sgr_tasks)
 
     build = sgr_cmds.add_parser(

@@ -3,17 +3,20 @@
 Output folder:
 
 - ``run.json``: the run card (pack pin, agent, seed, budget, date, task files with sha256,
-  sgrgym version); a folder holding another run's card is refused;
+  sgrgym version); a folder holding another run's card is refused, and so is a resume after a
+  task file changed (its sha256 is in the card);
 - ``answers.jsonl``: the scorer's predictions (``{"task_id", "answer"}``), one line per
   episode, appended as episodes end, so an interrupted run resumes where it stopped;
 - ``trajectories.jsonl``: per episode, how it ended, tool calls, every step and diagnostics;
 - ``scores.json``: the scorer's report over all tasks;
-- ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs).
+- ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs);
+- ``complete.json``: written last, the sha256 of the results; absent while the run is going.
+
+The folder is locked while the run goes (a second process is refused).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -21,9 +24,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_file
-from sgrgym.report.output import append_jsonl
+from sgrgym.runs.folder import open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv
@@ -32,6 +34,11 @@ from sgrgym.sgr.sites.reference import reference_of
 from sgrgym.sgr.tasks import ScoringTask
 
 Progress = Callable[[int, int, str], None]
+
+ANSWERS = "answers.jsonl"
+TRAJECTORIES = "trajectories.jsonl"
+TIMINGS = "timings.jsonl"
+SCORES = "scores.json"
 
 
 class RunCard(BaseModel):
@@ -59,38 +66,6 @@ def run_card(
     )
 
 
-def _done(path: Path) -> set[str]:
-    """Task ids already answered; a last line cut short by a crash is dropped."""
-    if not path.is_file():
-        return set()
-    done: set[str] = set()
-    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    kept = []
-    for line in lines:
-        try:
-            done.add(json.loads(line)["task_id"])
-            kept.append(line)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            break
-    if len(kept) != len(lines):
-        path.write_text("".join(kept), encoding="utf-8")
-    return done
-
-
-def _keep_only(path: Path, task_ids: set[str]) -> None:
-    """Drop lines of episodes that did not finish (their answer was never written)."""
-    if not path.is_file():
-        return
-    kept = []
-    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
-        try:
-            if json.loads(line)["task_id"] in task_ids:
-                kept.append(line)
-        except (json.JSONDecodeError, KeyError, TypeError):
-            continue
-    path.write_text("".join(kept), encoding="utf-8")
-
-
 def run_tasks(
     env: SgrEnv,
     agent: Agent,
@@ -99,46 +74,43 @@ def run_tasks(
     card: RunCard,
     progress: Progress | None = None,
 ) -> ScoreReport:
-    """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    card_path = out_dir / "run.json"
-    card_text = card.model_dump_json(indent=2) + "\n"
-    if card_path.is_file() and card_path.read_text(encoding="utf-8") != card_text:
-        raise UserError(
-            f"{out_dir}: holds another run (its run.json differs: agent, seed, pack or tasks); "
-            "use a new --out folder"
-        )
-    card_path.write_text(card_text, encoding="utf-8")
-    answers_path = out_dir / "answers.jsonl"
-    done = _done(answers_path)
-    for name in ("trajectories.jsonl", "timings.jsonl"):
-        _keep_only(out_dir / name, done)
-    for number, task in enumerate(tasks, start=1):
-        if task.task_id in done:
-            continue
-        obs = env.reset(task)
-        try:
-            episode = env.finish(agent.act(env, obs))
-        except BudgetExceeded as exc:
-            episode = env.finish(None, str(exc))
-        reference = reference_of(task)
-        model = env.sites.get(reference.site) if reference else None
-        score = score_answer(task, episode.answer)
-        diagnostics = diagnose(reference, model, episode.trajectory, score.item_f1)
-        append_jsonl(
-            out_dir / "trajectories.jsonl",
-            {
-                "task_id": task.task_id,
-                "ended_by": episode.ended_by,
-                "tool_calls": episode.tool_calls,
-                "steps": [asdict(step) for step in episode.trajectory],
-                "diagnostics": diagnostics.model_dump(),
-            },
-        )
-        append_jsonl(out_dir / "timings.jsonl", {"task_id": task.task_id, "wall_s": episode.wall_s})
-        append_jsonl(answers_path, {"task_id": task.task_id, "answer": episode.answer})
-        if progress:
-            progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
-    report = score_tasks(tasks, load_predictions(answers_path))
-    (out_dir / "scores.json").write_text(report.model_dump_json(indent=2) + "\n", "utf-8")
+    """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all.
+
+    The folder is locked, its card compared and its records repaired by
+    :func:`sgrgym.runs.folder.open_run_folder`; answers are written last for each episode, so
+    the answered task ids decide what is done and the other files keep only those.
+    """
+    with open_run_folder(out_dir, card, finals=(SCORES,)) as folder:
+        done = {r["task_id"] for r in folder.records(ANSWERS) if isinstance(r, dict)}
+        for name in (TRAJECTORIES, TIMINGS):
+            folder.keep(name, lambda r: isinstance(r, dict) and r.get("task_id") in done)
+        for number, task in enumerate(tasks, start=1):
+            if task.task_id in done:
+                continue
+            obs = env.reset(task)
+            try:
+                episode = env.finish(agent.act(env, obs))
+            except BudgetExceeded as exc:
+                episode = env.finish(None, str(exc))
+            reference = reference_of(task)
+            model = env.sites.get(reference.site) if reference else None
+            score = score_answer(task, episode.answer)
+            diagnostics = diagnose(reference, model, episode.trajectory, score.item_f1)
+            folder.append(
+                TRAJECTORIES,
+                {
+                    "task_id": task.task_id,
+                    "ended_by": episode.ended_by,
+                    "tool_calls": episode.tool_calls,
+                    "steps": [asdict(step) for step in episode.trajectory],
+                    "diagnostics": diagnostics.model_dump(),
+                },
+            )
+            folder.append(TIMINGS, {"task_id": task.task_id, "wall_s": episode.wall_s})
+            folder.append(ANSWERS, {"task_id": task.task_id, "answer": episode.answer})
+            if progress:
+                progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
+        report = score_tasks(tasks, load_predictions(out_dir / ANSWERS))
+        folder.write_final(SCORES, report.model_dump_json(indent=2) + "\n")
+        folder.complete((ANSWERS, TRAJECTORIES, SCORES))
     return report

@@ -19,13 +19,13 @@ all task variants.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from sgrgym.errors import UserError
+from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_text, shorten
 from sgrgym.sgr.canon import clean_text
 from sgrgym.sgr.metrics import f1, pairwise_order_accuracy
 from sgrgym.sgr.parse import ParseStatus, Row, parse_prediction
@@ -250,43 +250,33 @@ def load_predictions(path: str | Path) -> dict[str, str | None]:
     if path.is_dir():
         answers: dict[str, str | None] = {}
         for file in sorted(path.glob("*.txt")):
-            try:
-                answers[file.stem] = file.read_text(encoding="utf-8")
-            except UnicodeDecodeError as exc:
-                raise UserError(f"{file}: not UTF-8 text ({exc})") from None
+            answers[file.stem] = read_text(file, "answer file", allow_empty=True)
         if not answers:
             raise UserError(f"{path}: no <task_id>.txt files in this folder")
         return answers
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise UserError(f"{path}: predictions file not found") from None
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc})") from None
     answers = {}
     lines: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(path, "predictions file"):
         where = f"{path}:{number}"
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UserError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+            record = json_value(line)
+        except BadJson as exc:
+            raise UserError(f"{where}: {exc}") from None
         if not isinstance(record, dict) or not isinstance(record.get("task_id"), str):
             raise UserError(f'{where}: expected an object {{"task_id": "...", "answer": "..."}}')
         task_id = record["task_id"]
+        shown = shorten(task_id)
         if "answer" not in record:
-            raise UserError(f"{where}: task {task_id}: no 'answer' field")
+            raise UserError(f"{where}: task {shown}: no 'answer' field")
         answer = record["answer"]
         if answer is not None and not isinstance(answer, str):
             raise UserError(
-                f"{where}: task {task_id}: 'answer' must be the agent's raw text (a string) "
+                f"{where}: task {shown}: 'answer' must be the agent's raw text (a string) "
                 f"or null, not {type(answer).__name__}"
             )
         if task_id in lines:
             raise UserError(
-                f"{where}: task {task_id}: a second answer (the first is on line "
+                f"{where}: task {shown}: a second answer (the first is on line "
                 f"{lines[task_id]}); keep one answer per task"
             )
         lines[task_id] = number

@@ -19,7 +19,6 @@ otherwise loading fails, because a duplicated reference key would silently merge
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pydantic import (
 )
 
 from sgrgym.errors import TaskFileError, UserError
+from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_json, shorten
 from sgrgym.sgr.canon import FieldCanon
 from sgrgym.sgr.parse import is_none_answer, split_records
 from sgrgym.sgr.rubric import Rubric
@@ -48,9 +48,9 @@ _TASK_ID = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 def _decode_json_text(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"a JSON-encoded string that is not valid JSON ({exc})") from None
+            return json_value(value)
+        except BadJson as exc:
+            raise ValueError(f"a JSON-encoded string that is {exc}") from None
     return value
 
 
@@ -288,12 +288,7 @@ def load_row_keys(path: str | Path) -> dict[str, list[str]]:
     An entry for a CG id also applies to its GO twin unless the GO id has its own entry.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: row-keys file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a JSON file ({exc})") from None
+    data = read_json(path, "row-keys file")
     if not isinstance(data, dict) or not all(
         isinstance(v, list) and v and all(isinstance(c, str) for c in v) for v in data.values()
     ):
@@ -306,23 +301,11 @@ def load_row_keys(path: str | Path) -> dict[str, list[str]]:
 
 def _read_records(path: Path) -> Iterable[tuple[int, Any, str | None]]:
     """Yield (line number, decoded JSON or None, error) for each non-blank line."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise UserError(f"{path}: task file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory; pass the .jsonl task files") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise UserError(f"{path}: not UTF-8 text ({exc})") from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(path, "task file", allow_empty=True):
         try:
-            yield number, json.loads(line), None
-        except json.JSONDecodeError as exc:
-            yield number, None, f"not valid JSON ({exc.msg} at column {exc.colno})"
+            yield number, json_value(line), None
+        except BadJson as exc:
+            yield number, None, str(exc)
 
 
 def load_tasks(
@@ -338,7 +321,7 @@ def load_tasks(
         for number, record, error in _read_records(path):
             count += 1
             task_id = record.get("task_id", "?") if isinstance(record, dict) else "?"
-            prefix = f"{path}:{number}: task {task_id}"
+            prefix = f"{path}:{number}: task {shorten(str(task_id))}"
             if error is not None:
                 problems.append(f"{prefix}: {error}")
                 continue
@@ -372,7 +355,7 @@ def load_tasks(
     known = set(where) | {t.task.pair_id for t in tasks}
     unknown = sorted(k for k in row_keys if k not in known)
     if unknown:
-        problems.append(f"--row-keys names task ids not in the task files: {unknown}")
+        problems.append(f"--row-keys names task ids not in the task files: {shorten(str(unknown))}")
     if problems:
         raise TaskFileError(problems)
     return tasks

@@ -17,7 +17,9 @@ from collections.abc import Iterable, Mapping
 from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sgrgym.errors import UserError
 
 ControlKind = Literal["filter", "view", "hierarchy", "scope", "window", "sort", "page"]
 OpName = Literal[
@@ -229,12 +231,29 @@ class SiteModel(BaseModel):
         return self.state(state.path, params)
 
 
-def site_models(entries: Iterable[BaseModel]) -> dict[str, SiteModel]:
-    """The site models stored in a pack manifest's ``sites`` entries (key ``model``), by name."""
+def site_models(
+    entries: Iterable[BaseModel], manifest: str = "the pack manifest"
+) -> dict[str, SiteModel]:
+    """The site models stored in a pack manifest's ``sites`` entries (key ``model``), by name.
+
+    A model that does not validate is a UserError naming ``manifest`` and the site entry.
+    """
     models = {}
-    for entry in entries:
+    for number, entry in enumerate(entries):
         raw = (entry.model_extra or {}).get("model")
-        if raw is not None:
+        if raw is None:
+            continue
+        try:
             model = SiteModel.model_validate(raw)
-            models[model.name] = model
+        except (ValidationError, SiteError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            why = (
+                f"field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+                if first else str(exc)
+            )  # fmt: skip
+            raise UserError(
+                f"{manifest}: sites[{number}].model is not a valid site model ({why}); the "
+                "manifest was edited: rebuild the pack with `sgrgym sgr build-packs`"
+            ) from None
+        models[model.name] = model
     return models

@@ -17,12 +17,12 @@ columns (a page's ``data-col`` keys are the schema's column names).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.model import Op, SiteModel, State
+from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
 
@@ -48,6 +48,25 @@ def walk(model: SiteModel, path: Sequence[Op]) -> list[State]:
     for op in path:
         states.append(model.apply(states[-1], op))
     return states
+
+
+def check_references(
+    models: Mapping[str, SiteModel], references: Mapping[str, Reference], manifest: str
+) -> None:
+    """Every task's reference path is allowed by the pack's site model (a UserError naming the
+    manifest and the task otherwise: the manifest was edited or built for other tasks)."""
+    for task_id, reference in sorted(references.items()):
+        model = models.get(reference.site)
+        if model is None:
+            continue
+        try:
+            walk(model, reference.path)
+        except SiteError as exc:
+            raise UserError(
+                f"{manifest}: the site model of {reference.site!r} does not allow the reference "
+                f"path of task {task_id} ({exc}); the manifest was edited or the pack was "
+                "built for other tasks: rebuild it with `sgrgym sgr build-packs`"
+            ) from None
 
 
 def answer_states(reference: Reference, states: Sequence[State]) -> list[State]:

@@ -1,0 +1,190 @@
+"""A run folder: the one place that makes a command's ``--out`` safe to interrupt and resume.
+
+- **Run card** (``run.json``): written when the folder is first used and compared on every
+  later use; a folder holding another run's card (or files but no card) is refused, with the
+  fields that differ.
+- **Lock**: an exclusive ``flock`` on ``.lock`` for as long as the folder is open; a second
+  process on the same folder is refused instead of interleaving its records.
+- **Append-only records** (JSONL): a last line without its newline is a torn write (the process
+  was killed mid-line); it is cut off when the folder is opened again, so it never merges with
+  the next record. Lines are written whole, one ``write`` each.
+- **Completion marker** (``complete.json``): written after the final results, listing them with
+  their sha256. Opening the folder removes the marker and the final results first, so a killed
+  rerun never leaves an old summary beside new partial records.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import BaseModel
+
+from sgrgym.errors import UserError
+from sgrgym.hashing import canonical_json, sha256_file
+from sgrgym.inputs import BadJson, decode_text, json_value, read_bytes, shorten
+from sgrgym.report.output import jsonl_line
+
+CARD = "run.json"
+LOCK = ".lock"
+COMPLETE = "complete.json"
+_OWN = {CARD, LOCK, COMPLETE}
+
+
+def read_log(path: Path, what: str) -> list[tuple[int, Any]]:
+    """(line number, record) of an append-only JSONL file; a torn last line is cut off.
+
+    A missing file is an empty log. Any other bad line is an error naming the file and line.
+    """
+    if not path.exists() and not path.is_symlink():
+        return []
+    data = read_bytes(path, what)
+    end = data.rfind(b"\n") + 1
+    if end != len(data):
+        with path.open("r+b") as f:
+            f.truncate(end)
+        data = data[:end]
+    records = []
+    for number, line in enumerate(decode_text(data, path, what).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((number, json_value(line)))
+        except BadJson as exc:
+            raise UserError(f"{path} line {number}: {exc} ({shorten(line, 80)})") from None
+    return records
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _differences(found: Any, wanted: Any) -> str:
+    if not isinstance(found, dict) or not isinstance(wanted, dict):
+        return "the card is not this command's"
+    parts = []
+    for key in sorted(k for k in set(found) | set(wanted) if found.get(k) != wanted.get(k)):
+        old, new = found.get(key), wanted.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            inner = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            parts += [f"{key}[{shorten(str(k), 400)}]" for k in inner]
+        else:
+            parts.append(key)
+    return ", ".join(parts[:10]) if parts else "formatting"
+
+
+class RunFolder:
+    """An opened, locked run folder (use :func:`open_run_folder`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def records(self, name: str) -> list[Any]:
+        """The complete records of ``name`` (torn last line cut off)."""
+        return [record for _, record in read_log(self.path / name, "run record file")]
+
+    def keep(self, name: str, wanted: Callable[[Any], bool]) -> list[Any]:
+        """Keep only the records of ``name`` for which ``wanted`` holds (rewritten atomically)."""
+        path = self.path / name
+        records = self.records(name)
+        kept = [r for r in records if wanted(r)]
+        if len(kept) != len(records):
+            _write_atomic(path, "".join(jsonl_line(r) for r in kept).encode("utf-8"))
+        return kept
+
+    def append(self, name: str, record: object) -> None:
+        """Append one record as a whole line (one write, flushed)."""
+        with (self.path / name).open("a", encoding="utf-8") as f:
+            f.write(jsonl_line(record))
+
+    def write_final(self, name: str, text: str) -> None:
+        """Write a final result (atomically); list it in :meth:`complete`."""
+        _write_atomic(self.path / name, text.encode("utf-8"))
+
+    def complete(self, names: Sequence[str] | None = None) -> None:
+        """Mark the run complete: ``complete.json`` lists the results ``names`` (default: every
+        file in the folder but the card) with their sha256."""
+        if names is None:
+            names = [
+                str(p.relative_to(self.path)) for p in self.path.rglob("*")
+                if p.is_file() and p.name not in _OWN and not p.name.endswith(".tmp")
+            ]  # fmt: skip
+        files = {n: sha256_file(self.path / n)[0] for n in sorted(names)}
+        _write_atomic(self.path / COMPLETE, canonical_json({"files": files}).encode("utf-8"))
+
+
+def _lock(path: Path) -> IO[bytes]:
+    handle = (path / LOCK).open("a+b")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UserError(
+            f"{path}: another sgrgym process is writing to this folder; wait for it to finish "
+            "or use another --out"
+        ) from None
+    return handle
+
+
+def _check_card(path: Path, card: BaseModel) -> None:
+    card_path = path / CARD
+    text = card.model_dump_json(indent=2) + "\n"
+    if not card_path.exists():
+        others = sorted(p.name for p in path.iterdir() if p.name not in _OWN)
+        if others:
+            raise UserError(
+                f"{path}: holds files but no run card {CARD} ({', '.join(others[:5])}); "
+                "use a new or empty --out folder"
+            )
+        _write_atomic(card_path, text.encode("utf-8"))
+        return
+    found_text = decode_text(read_bytes(card_path, "run card"), card_path, "run card")
+    if found_text == text:
+        return
+    try:
+        found = json_value(found_text)
+    except BadJson:
+        found = None
+    raise UserError(
+        f"{path}: holds another run ({card_path} differs in: "
+        f"{_differences(found, json.loads(text))}); use a new --out folder"
+    )
+
+
+@contextmanager
+def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Iterator[RunFolder]:
+    """Create or reopen the run folder ``path`` for the run ``card``, locked while open.
+
+    ``finals`` are the final results (files or folders) of the run: they and the completion
+    marker are removed before the caller writes anything, and rewritten by the caller.
+    """
+    if path.exists() and not path.is_dir():
+        raise UserError(f"{path}: --out names an existing file; name a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot create the --out folder ({exc.strerror})") from None
+    handle = _lock(path)
+    try:
+        _check_card(path, card)
+        for name in (COMPLETE, *finals):
+            _remove(path / name)
+        yield RunFolder(path)
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
+
+
+def _remove(target: Path) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.unlink()

@@ -1,0 +1,54 @@
+"""A corpus is read only after it is checked against its pins.
+
+The pins of a corpus file: the ``corpus_sha256`` of the passage store built from it
+(``embeddings/<corpus>__<model>/manifest.json``) and, for the demo corpus, the one in
+``tasks/seeker/pydocs/manifest.json``. Every command that reads a corpus loads it here, so a
+changed document id or passage is refused even where no vector is used (``calibrate`` with a
+count-only estimator).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sgrgym.errors import UserError
+from sgrgym.seeker.corpus import Corpus, corpus_sha256, load_corpus
+from sgrgym.seeker.store import MANIFEST, load_store_manifest
+
+DEMO_CORPUS_FILE = Path("tasks/seeker/pydocs/corpus.jsonl")
+DEMO_MANIFEST = Path("tasks/seeker/pydocs/manifest.json")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def load_pinned_corpus(corpus_file: Path, store_dir: Path | None, need_store: bool) -> Corpus:
+    """Load ``corpus_file`` and check it against the store's pin (``need_store``: the store
+    must exist; otherwise its pin is checked when it does) and, for the demo corpus, the demo
+    manifest's."""
+    corpus = load_corpus(corpus_file)
+    digest = corpus_sha256(corpus)
+    if _same_file(corpus_file, DEMO_CORPUS_FILE) and DEMO_MANIFEST.is_file():
+        from sgrgym.seeker.pydocs import load_manifest
+
+        pinned = load_manifest(DEMO_MANIFEST).corpus_sha256
+        if digest != pinned:
+            raise UserError(
+                f"{corpus_file}: the demo corpus does not match its pin in {DEMO_MANIFEST} "
+                f"(sha256 {digest}, pinned {pinned}); rebuild it with "
+                "`sgrgym seeker build-corpus`"
+            )
+    if store_dir is not None and (need_store or (store_dir / MANIFEST).exists()):
+        manifest = load_store_manifest(store_dir)
+        if manifest.corpus_sha256 != digest:
+            raise UserError(
+                f"{corpus_file}: does not match the corpus the passage store {store_dir} was "
+                f"built from (sha256 {digest}, pinned {manifest.corpus_sha256} in "
+                f"{store_dir / MANIFEST}); rebuild the corpus (sgrgym seeker build-corpus) or "
+                "the store (sgrgym seeker build-store)"
+            )
+    return corpus
