@@ -15,7 +15,9 @@ from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, SgrEnv
 from sgrgym.sgr.run import run_card, run_tasks
-from sgrgym.sgr.simulator import Simulator
+from sgrgym.sgr.render import load_renderer
+from sgrgym.sgr.score import score_answer
+from sgrgym.sgr.simulator import PLAIN_404, Simulator
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.sites.model import Op, SiteError, site_models
 from sgrgym.sgr.sites.page import extract_tables
@@ -101,7 +103,7 @@ def env_for(pack: Path, **budget: float) -> SgrEnv:
     return SgrEnv(snapshot, site_models(snapshot.manifest.sites), Budget(**budget))
 
 
-def test_simulator_records_states_and_names_misses(
+def test_without_renderer_a_miss_is_a_plain_404(
     toy_pack: tuple[Path, list[ScoringTask]],
 ) -> None:
     env = env_for(toy_pack[0])
@@ -109,14 +111,44 @@ def test_simulator_records_states_and_names_misses(
     ok = sim.operate("toy", Op(op="select_view", value="/plants"))
     assert ok.ok and ok.url == "http://toy.sgrgym.test/plants"
     miss = sim.operate("toy", Op(op="set_scope", control="zone", value="north"))
-    assert not miss.ok and miss.response is not None and miss.response.status == 404
-    assert miss.message == (
-        "state not in snapshot: toy /plants [zone=north] (http://toy.sgrgym.test/plants?zone=north)"
-    )
+    assert not miss.ok and miss.served is not None and miss.served.status == 404
+    assert miss.served.body == PLAIN_404  # says nothing about what the pack holds
+    assert b"snapshot" not in miss.served.body.lower()
     assert sim.state_of("toy") == MODEL.state("/plants")  # a miss does not move the state
     bad = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
     assert "not offered" in bad.error
     assert [s.match for s in sim.trajectory] == ["exact", "miss", "error"]
+
+
+def test_renderer_reaches_every_state_with_the_sites_own_pages(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    snapshot = Snapshot.open(toy_pack[0])
+    renderer = load_renderer(snapshot, [ToySite()])
+    sim = Simulator(snapshot, site_models(snapshot.manifest.sites), renderer)
+    sim.operate("toy", Op(op="select_view", value="/plants"))
+    north = sim.operate("toy", Op(op="set_scope", control="zone", value="north"))
+    assert north.ok and north.served is not None
+    assert north.served.body == ToySite().render(MODEL.state("/plants", {"zone": "north"}))
+    cactus = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
+    assert cactus.served is not None and cactus.served.status == 400  # its validation page
+    assert b"<nav" in cactus.served.body and b"not offered" in cactus.served.body
+    far = sim.operate("toy", Op(op="page", control="page", value="9"))
+    other = sim.fetch("http://toy.sgrgym.test/nowhere")
+    assert far.served is not None and other.served is not None
+    assert far.served.status == other.served.status == 404
+    assert far.served.body == other.served.body  # one 404 page for every miss
+    assert [s.match for s in sim.trajectory] == ["exact", "rendered", "rendered", "rendered",
+                                                "rendered"]  # fmt: skip
+
+
+def test_a_renderer_that_differs_from_the_pack_is_refused(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    changed = ToySite()
+    changed.model = MODEL.model_copy(update={"source": "made up, version 2"})
+    with pytest.raises(UserError, match="not the one the pack was built with.*source"):
+        load_renderer(Snapshot.open(toy_pack[0]), [changed])
 
 
 def test_oracle_scores_one_and_baselines_lower(
@@ -135,10 +167,11 @@ def test_oracle_scores_one_and_baselines_lower(
     assert results["default"].overall.item_f1 == 0.0  # the home page shows no plant rows
     assert (results["random"].overall.item_f1 or 0.0) < 1.0
     trajectories = [json.loads(x) for x in (tmp_path / "oracle/trajectories.jsonl").open()]
-    assert trajectories[0]["diagnostics"]["hint"] == "solved"
-    assert trajectories[0]["diagnostics"]["reference_states_reached"] == 1.0
+    assert trajectories[0]["diagnostics"]["category"] == "solved"
+    assert trajectories[0]["ended_by"] == "answer" and trajectories[0]["answer_from"] == "final"
     default = [json.loads(x) for x in (tmp_path / "default/trajectories.jsonl").open()]
-    assert default[0]["diagnostics"]["hint"] == "drift"
+    assert default[0]["diagnostics"]["category"] == "retrieval-scope drift"
+    assert default[0]["target_site_rank"] == 1
     assert [s["tool"] for s in default[0]["steps"]] == ["search", "fetch", "answer"]
 
 
@@ -179,24 +212,44 @@ def test_budget_overrun_is_recorded_not_raised(
     env = env_for(pack, max_tool_calls=2)
     report = run_tasks(env, agent, tasks, tmp_path / "tight", run_card(env, agent, 0, []))
     trajectories = [json.loads(x) for x in (tmp_path / "tight/trajectories.jsonl").open()]
-    assert trajectories[0]["ended_by"] == "budget: more than 2 tool calls"
-    assert trajectories[0]["tool_calls"] == 2
+    assert trajectories[0]["ended_by"] == "budget: tool calls"
+    assert trajectories[0]["error"] == "budget: more than 2 tool calls"
+    assert trajectories[0]["tool_calls"] == 2 and trajectories[0]["answer_from"] == "none"
     assert report.missing == [t.task_id for t in tasks]
 
 
-def test_diagnostics_locate_divergence(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
+def test_diagnostics_locate_the_root_cause(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
     pack, tasks = toy_pack
-    reference = reference_of(tasks[1])
+    task = tasks[1]
+    reference = reference_of(task)
     assert reference is not None
     env = env_for(pack)
-    sim = Simulator(env.snapshot, env.sites)
+    sim = Simulator(env.snapshot, env.sites, load_renderer(env.snapshot, [ToySite()]))
     sim.fetch(MODEL.url(MODEL.default_state()))
     sim.operate("toy", Op(op="select_view", value="/plants"))
     sim.operate("toy", Op(op="set_filter", control="kind", value="tree"))  # wrong scope
-    diag = diagnose(reference, MODEL, sim.trajectory, item_f1=0.3)
-    assert diag.first_divergence_step == 3 and diag.steps_outside_reference == 1
-    assert diag.hint == "drift" and diag.reference_states_reached == 0.5
+    wrong = score_answer(task, "cedar|tree|40")
+
+    def category(answer: str | None) -> str:
+        score = score_answer(task, answer)
+        return diagnose(task, reference, MODEL, sim.trajectory, score, answer).category
+
+    diag = diagnose(task, reference, MODEL, sim.trajectory, wrong, "cedar|tree|40")
+    assert diag.category == "retrieval-scope drift" and diag.first_divergence_step == 3
+    assert diag.first_missed_state == "http://toy.sgrgym.test/plants?zone=south"
+    sim.fetch("http://toy.sgrgym.test/plants?zone=north")  # a wrong scope value: still drift
+    assert category("cedar|tree|40") == "retrieval-scope drift"
+    trees = tasks[0]
+    shrubs = Simulator(env.snapshot, env.sites, sim.renderer)
+    shrubs.fetch("http://toy.sgrgym.test/plants?kind=shrub&sort=height&order=desc")
+    scored = score_answer(trees, "dogwood|shrub|6")
+    # right control (the kind filter), wrong value
+    assert diagnose(trees, reference_of(trees), MODEL, shrubs.trajectory, scored,
+                    "dogwood|shrub|6").category == "criterion mismatch"  # fmt: skip
     states = walk(MODEL, reference.path)
     for state in states[2:]:
         sim.fetch(MODEL.url(state))
-    assert diagnose(reference, MODEL, sim.trajectory, item_f1=0.5).hint == "criterion"
+    assert category("cedar|tree|40\ndogwood|shrub|7\nfern|herb|1") == "in-page evidence misreading"
+    assert category("fern|herb|1\ndogwood|shrub|6\ncedar|tree|40") == "final answer composition"
+    assert category(None) == "no answer"
+    assert category(task.task.oracle_answer) == "solved"
