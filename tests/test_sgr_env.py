@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from importlib import resources
 from pathlib import Path
 
 import pytest
 from sgr_helpers import write_jsonl
 from toy_site import MODEL, SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 
+from sgrgym.cli import main
 from sgrgym.errors import UserError
 from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
 from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, SgrEnv
-from sgrgym.sgr.run import run_card, run_tasks
+from sgrgym.sgr.env import Budget, BudgetExceeded, Observation, SgrEnv
+from sgrgym.sgr.prompt import PROMPT_TEMPLATE
 from sgrgym.sgr.render import load_renderer
+from sgrgym.sgr.run import run_card, run_tasks
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.simulator import PLAIN_404, Simulator
 from sgrgym.sgr.sites.build import build_pack
@@ -23,6 +28,7 @@ from sgrgym.sgr.sites.model import Op, SiteError, site_models
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.sgr.watchdog import run_episode
 
 
 def test_state_url_round_trip_and_defaults() -> None:
@@ -147,7 +153,7 @@ def test_a_renderer_that_differs_from_the_pack_is_refused(
 ) -> None:
     changed = ToySite()
     changed.model = MODEL.model_copy(update={"source": "made up, version 2"})
-    with pytest.raises(UserError, match="not the one the pack was built with.*source"):
+    with pytest.raises(UserError, match=r"not the one the pack was built with.*source"):
         load_renderer(Snapshot.open(toy_pack[0]), [changed])
 
 
@@ -253,3 +259,108 @@ def test_diagnostics_locate_the_root_cause(toy_pack: tuple[Path, list[ScoringTas
     assert category("fern|herb|1\ndogwood|shrub|6\ncedar|tree|40") == "final answer composition"
     assert category(None) == "no answer"
     assert category(task.task.oracle_answer) == "solved"
+
+
+class SleepingAgent:
+    """Submits an interim answer, then blocks (as in a model call) until released."""
+
+    name = "sleeper"
+
+    def __init__(self, answer: str, calls_first: int = 0) -> None:
+        self.answer = answer
+        self.calls_first = calls_first
+        self.release = threading.Event()
+        self.late_call: BaseException | None = None
+
+    def act(self, env: SgrEnv, obs: Observation) -> str:
+        for _ in range(self.calls_first):
+            env.search(obs.instruction)
+        env.submit_answer(self.answer)
+        self.release.wait(60)
+        try:
+            env.search("anything")
+        except BudgetExceeded as exc:
+            self.late_call = exc
+        return "a late answer that must not count"
+
+
+def test_watchdog_stops_a_sleeping_agent_and_scores_its_interim_answer(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    pack, tasks = toy_pack
+    task = tasks[0]
+    agent = SleepingAgent(task.task.oracle_answer)
+    env = env_for(pack, max_wall_s=0.3)
+    episode = run_episode(env, agent, env.reset(task))
+    assert episode.ended_by == "budget: wall" and episode.answer_from == "submitted"
+    assert episode.answer == task.task.oracle_answer
+    assert score_answer(task, episode.answer).item_f1 == 1.0
+    assert env.submitted_answer() == task.task.oracle_answer  # what an outside poller reads
+    agent.release.set()
+    for _ in range(600):  # the abandoned thread's later tool call is refused
+        if agent.late_call is not None:
+            break
+        threading.Event().wait(0.05)
+    assert isinstance(agent.late_call, BudgetExceeded)
+    assert [s.tool for s in episode.trajectory] == ["submit_answer"]
+
+
+def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
+    pack, tasks = toy_pack
+    sleeper = SleepingAgent("alder|tree|20", calls_first=2)
+    env = env_for(pack, stall_s=0.3)
+    episode = run_episode(env, sleeper, env.reset(tasks[0]))
+    sleeper.release.set()
+    assert episode.ended_by == "budget: stall" and episode.tool_calls == 3
+    assert episode.answer == "alder|tree|20"
+
+    class Failing:
+        name = "failing"
+
+        def act(self, env: SgrEnv, obs: Observation) -> str:
+            env.submit_answer("birch|tree|25")
+            raise RuntimeError("model endpoint gone")
+
+    env = env_for(pack)
+    episode = run_episode(env, Failing(), env.reset(tasks[0]))
+    assert episode.ended_by == "agent error" and "model endpoint gone" in episode.error
+    assert episode.answer == "birch|tree|25" and episode.answer_from == "submitted"
+    assert Budget().max_tool_calls is None  # the paper has no tool-call cap
+
+
+def test_every_agent_gets_the_versioned_prompt(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    pack, tasks = toy_pack
+    env = env_for(pack)
+    obs = env.reset(tasks[0])
+    assert obs.prompt.startswith("Date today: 2026-01-01")
+    assert tasks[0].task.instruction in obs.prompt
+    assert "name, kind, height" in obs.prompt and obs.output_format in obs.prompt
+    assert "toy.sgrgym.test" not in obs.prompt  # no start URL
+    assert "submit_answer" in obs.prompt and "search(query)" in obs.prompt
+    card = run_card(env, DefaultStateAgent(), 0, [])
+    template = (resources.files("sgrgym.sgr") / "prompts" / PROMPT_TEMPLATE).read_bytes()
+    assert card.prompt_sha256 == hashlib.sha256(template).hexdigest()
+
+
+def test_audit_counts_categories(
+    toy_pack: tuple[Path, list[ScoringTask]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pack, tasks = toy_pack
+    references = {t.task_id: r for t in tasks if (r := reference_of(t)) is not None}
+    for agent in (OracleAgent(references), DefaultStateAgent()):
+        env = env_for(pack)
+        run_tasks(env, agent, tasks, tmp_path / agent.name, run_card(env, agent, 0, []))
+    assert main(["sgr", "audit", str(tmp_path / "oracle"), str(tmp_path / "default"),
+                 "--json"]) == 0  # fmt: skip
+    audit = json.loads(capsys.readouterr().out)
+    oracle, default = audit["runs"]
+    assert (oracle["solved"], oracle["failures"]) == (2, 0)
+    assert (
+        default["counts"]["retrieval-scope drift"] == 2
+        and default["shares"]["retrieval-scope drift"] == 1.0
+    )
+    assert audit["not_detected"] == ["intent rewriting"]
+    assert main(["sgr", "audit", str(tmp_path)]) == 2  # not a run folder: a clear error
+    assert "not an sgr run folder" in capsys.readouterr().err

@@ -369,7 +369,10 @@ def add_commands(areas: Any) -> None:
         help="links the random agent follows / operations the explore agent makes",
     )  # fmt: skip
     run.add_argument(
-        "--max-tool-calls", type=int, default=None, help="optional cap on tool calls (default: none)"
+        "--max-tool-calls",
+        type=int,
+        default=None,
+        help="optional cap on tool calls (default: none)",
     )
     run.add_argument(
         "--max-wall-s", type=float, default=6000.0, help="wall time per task (default: 6000)"

@@ -5,7 +5,9 @@ non-recoverable root cause, upstream causes before answer-writing ones (appendix
 the label is computed from what the episode left behind: the set of states of the task's site
 the agent reached (pages served with status 200), the task's reference path and the answer's
 score. States are compared as parameter sets, so the order of operations does not matter and
-commuting operations (two filters set either way round) reach the same state.
+commuting operations (two filters set either way round) reach the same state; a state counts
+as off the path only when no reference state extends it (same page, a superset of its
+settings).
 
 The reference path's *required* states are its answer-bearing states and, for every
 data-dependent operation, the state whose evidence decides it (the last state before it that
@@ -67,10 +69,12 @@ class Diagnostics(BaseModel):
     reached_answer_states: bool
     first_missed_state: str | None  # URL of the first required state never reached
     first_divergence_step: int | None  # first step on a state off the reference path
-    steps_outside_reference: int
+    steps_outside_reference: int  # steps on states that no reference state contains
 
 
-def _effective(model: SiteModel, state: State, kinds: Iterable[str], within: bool) -> dict:
+def _effective(
+    model: SiteModel, state: State, kinds: Iterable[str], within: bool
+) -> dict[str, str]:
     """The values of the route's controls of ``kinds`` (or of all others), defaults filled."""
     wanted = set(kinds)
     values = {}
@@ -96,6 +100,12 @@ def _reached(model: SiteModel, trajectory: list[TrajectoryStep]) -> list[tuple[i
         except SiteError:
             continue
     return out
+
+
+def _on_track(state: State, path: list[State]) -> bool:
+    """Whether a reference state extends ``state`` (same page, its settings a subset): a
+    step towards the path in any order, so commuting operations are no divergence."""
+    return any(state.path == p.path and set(state.params) <= set(p.params) for p in path)
 
 
 def evidence(reference: Reference, k: int) -> int:
@@ -176,7 +186,7 @@ def diagnose(
     steps = _reached(model, trajectory)
     reached = {state for _, state in steps}
     on_path = set(path)
-    outside = [number for number, state in steps if state not in on_path]
+    outside = [number for number, state in steps if not _on_track(state, path)]
     cause = _root_cause(model, reference, path, required, reached)
     solved = (score.item_f1, score.row_f1, score.poa) == (1.0, 1.0, 1.0)
     if solved:

@@ -159,18 +159,19 @@ class SgrEnv:
             self._stopped = None
             self._submitted = None
             self.started = self.last_progress = time.monotonic()
-        fields = {
-            "instruction": task.task.instruction,
-            "output_format": task.task.output_format,
-            "columns": list(task.columns),
-            "field_separator": task.field_sep,
-            "record_separator": task.record_sep,
-        }
+        prompt = task_prompt(
+            self.current_date, task.task.instruction, task.task.output_format, task.columns,
+            task.field_sep, task.record_sep,
+        )  # fmt: skip
         return Observation(
             task_id=task.task_id,
-            prompt=task_prompt(self.current_date, **fields),
+            prompt=prompt,
+            instruction=task.task.instruction,
+            output_format=task.task.output_format,
             current_date=self.current_date,
-            **fields,
+            columns=list(task.columns),
+            field_separator=task.field_sep,
+            record_separator=task.record_sep,
         )
 
     # -- budget ------------------------------------------------------------------------------
@@ -249,9 +250,7 @@ class SgrEnv:
         with self._lock:
             self.last_progress = time.monotonic()
 
-    def finish(
-        self, answer: str | None, ended_by: str = "answer", error: str = ""
-    ) -> Episode:
+    def finish(self, answer: str | None, ended_by: str = "answer", error: str = "") -> Episode:
         """Close the episode: a returned answer wins; otherwise the last submitted one."""
         with self._lock:
             if self._stopped is None:

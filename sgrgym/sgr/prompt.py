@@ -30,7 +30,7 @@ DEFAULT_TOOLS = ("search", "fetch", "pdf", "operate", "submit_answer")
 
 
 def template_text() -> str:
-    return resources.files("sgrgym.sgr").joinpath("prompts", PROMPT_TEMPLATE).read_text("utf-8")
+    return (resources.files("sgrgym.sgr") / "prompts" / PROMPT_TEMPLATE).read_text("utf-8")
 
 
 def template_sha256() -> str:

@@ -64,12 +64,17 @@ def _check(snapshot: Snapshot, app: SiteApp, entry: BaseModel) -> None:
     name = app.model.name
     built, installed = entry.model_dump(), site_info(app).model_dump()
     if built != installed:
-        fields = [k for k in sorted(set(built) | set(installed)) if built.get(k) != installed.get(k)]
-        detail = "; ".join(
-            f"{k}: pack {built.get(k)!r}, installed {installed.get(k)!r}"
-            for k in fields
-            if k != "model"
-        ) or "the site model (routes, controls or values) differs"
+        fields = [
+            k for k in sorted(set(built) | set(installed)) if built.get(k) != installed.get(k)
+        ]
+        detail = (
+            "; ".join(
+                f"{k}: pack {built.get(k)!r}, installed {installed.get(k)!r}"
+                for k in fields
+                if k != "model"
+            )
+            or "the site model (routes, controls or values) differs"
+        )
         raise UserError(
             f"pack {snapshot.manifest.pack}: site {name}: the installed site app is not the one "
             f"the pack was built with ({detail}); {REBUILD_HINT}"

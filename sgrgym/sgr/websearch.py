@@ -119,9 +119,7 @@ def rows_held(body: bytes, gold_rows: Sequence[Sequence[str]]) -> int:
     """How many of ``gold_rows`` a page shows: a table row whose cells include all of a
     reference row's non-empty values."""
     cells = [set(row.values()) for rows in extract_tables(body).values() for row in rows]
-    return sum(
-        1 for gold in gold_rows if any({v for v in gold if v} <= shown for shown in cells)
-    )
+    return sum(1 for gold in gold_rows if any({v for v in gold if v} <= shown for shown in cells))
 
 
 @dataclass(frozen=True)

@@ -38,8 +38,9 @@ class TextSite(SiteApp):
     def __init__(self, name: str, title: str, intro: str, articles: Sequence[Article]) -> None:
         self.intro = intro
         self.articles = {a.path: a for a in articles}
-        routes = (Route(path="/", title="Home"),) + tuple(
-            Route(path=a.path, title=a.title) for a in articles
+        routes = (
+            Route(path="/", title="Home"),
+            *(Route(path=a.path, title=a.title) for a in articles),
         )
         self.model = SiteModel(
             name=name,
