@@ -296,6 +296,7 @@ def test_watchdog_stops_a_sleeping_agent_and_scores_its_interim_answer(
     assert episode.answer == task.task.oracle_answer
     assert score_answer(task, episode.answer).item_f1 == 1.0
     assert env.submitted_answer() == task.task.oracle_answer  # what an outside poller reads
+    env.reset(tasks[1])  # the next episode has begun when the abandoned agent wakes up
     agent.release.set()
     for _ in range(600):  # the abandoned thread's later tool call is refused
         if agent.late_call is not None:
@@ -303,6 +304,7 @@ def test_watchdog_stops_a_sleeping_agent_and_scores_its_interim_answer(
         threading.Event().wait(0.05)
     assert isinstance(agent.late_call, BudgetExceeded)
     assert [s.tool for s in episode.trajectory] == ["submit_answer"]
+    assert env.episode.tool_calls == 0 and env.sim.trajectory == []  # nothing leaked into it
 
 
 def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]]) -> None:

@@ -72,6 +72,22 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return int(text)
+
+
 DEFAULT_TASKS_DIR = Path("tasks/sgr")
 
 
@@ -365,20 +381,23 @@ def add_commands(areas: Any) -> None:
     )  # fmt: skip
     run.add_argument("--seed", type=int, default=0, help="seed of the random/explore agent")
     run.add_argument(
-        "--random-steps", type=int, default=4,
+        "--random-steps", type=_positive_int, default=4,
         help="links the random agent follows / operations the explore agent makes",
     )  # fmt: skip
     run.add_argument(
         "--max-tool-calls",
-        type=int,
+        type=_positive_int,
         default=None,
         help="optional cap on tool calls (default: none)",
     )
     run.add_argument(
-        "--max-wall-s", type=float, default=6000.0, help="wall time per task (default: 6000)"
+        "--max-wall-s",
+        type=_positive_float,
+        default=6000.0,
+        help="wall time per task (default: 6000)",
     )
     run.add_argument(
-        "--stall-s", type=float, default=3000.0,
+        "--stall-s", type=_positive_float, default=3000.0,
         help="stop a task after this long without progress (default: 3000)",
     )  # fmt: skip
     run.add_argument(
@@ -424,7 +443,7 @@ def add_commands(areas: Any) -> None:
     )
     find.add_argument("--pack", default="demo")
     find.add_argument("--tasks", nargs="+", type=Path, metavar="FILE")
-    find.add_argument("--depth", type=int, default=50, help="results checked per query")
+    find.add_argument("--depth", type=_positive_int, default=50, help="results checked per query")
     find.add_argument("--no-render", action="store_true", help="archived pages only")
     find.add_argument("--json", action="store_true")
     find.set_defaults(handler=cmd_sgr_findability)

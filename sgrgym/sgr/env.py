@@ -147,6 +147,8 @@ class SgrEnv:
         self._lock = threading.RLock()
         self._stopped: BudgetExceeded | None = None
         self._submitted: str | None = None
+        self._owner: threading.Thread | None = None  # the agent thread of this episode
+        self._past: set[threading.Thread] = set()  # agent threads of ended episodes, alive
         self.started = self.last_progress = 0.0
 
     def reset(self, task: ScoringTask, target_host: str = "") -> Observation:
@@ -185,10 +187,18 @@ class SgrEnv:
     def stopped(self) -> BudgetExceeded | None:
         return self._stopped
 
+    def claim(self) -> None:
+        """Bind the episode to the calling (agent) thread: once the episode ends, that
+        thread's tool calls stay refused, in later episodes too."""
+        with self._lock:
+            self._owner = threading.current_thread()
+
     @contextmanager
     def _tool(self) -> Iterator[None]:
         """One tool call: refused once stopped or over the call cap; counts as progress."""
         with self._lock:
+            if threading.current_thread() in self._past:
+                raise BudgetExceeded("over", "this agent's episode is over")
             if self._stopped is not None:
                 raise self._stopped
             cap = self.budget.max_tool_calls
@@ -255,6 +265,9 @@ class SgrEnv:
         with self._lock:
             if self._stopped is None:
                 self._stopped = BudgetExceeded("finished", "the episode is over")
+            if self._owner is not None:
+                self._past = {t for t in self._past if t.is_alive()} | {self._owner}
+                self._owner = None
             episode = self.episode
             if answer is not None:
                 self.sim.note("answer", {}, f"{len(answer)} characters")

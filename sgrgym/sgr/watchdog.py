@@ -7,7 +7,8 @@ the wall-time limit (``Budget.max_wall_s`` after the start) or the stall limit
 then. Python cannot interrupt a thread, so an in-process agent stuck in a blocking call (a
 model request, a sleep) is abandoned: the episode is closed and scored with the last answer
 the agent submitted, and every tool call the abandoned thread makes later is refused
-(:class:`~sgrgym.sgr.env.BudgetExceeded`). Its eventual return value is ignored.
+(:class:`~sgrgym.sgr.env.BudgetExceeded`), in later episodes too. Its eventual return value
+is ignored.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ def run_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
     done = threading.Event()
 
     def work() -> None:
+        env.claim()
         try:
             outcome["answer"] = agent.act(env, obs)
         except BudgetExceeded as exc:
