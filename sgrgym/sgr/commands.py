@@ -279,7 +279,7 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.task} on {model.title} ({model.host}): {len(edges)} operations\n")
     for node in nodes:
-        marks = ("archived" if node["archived"] else "NOT ARCHIVED") + (
+        marks = ("archived" if node["archived"] else "not archived: rendered when reached") + (
             ", answer" if node["answer"] else ""
         )
         print(f"  [{node['state']}] {node['describe']}  ({marks})\n      {node['url']}")
