@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from sgrgym.sgr.run import run_card, run_tasks
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.simulator import PLAIN_404, Simulator
 from sgrgym.sgr.sites.build import build_pack
-from sgrgym.sgr.sites.model import Op, SiteError, site_models
+from sgrgym.sgr.sites.model import Op, SiteError, State, site_models
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
@@ -366,3 +367,21 @@ def test_audit_counts_categories(
     assert audit["not_detected"] == ["intent rewriting"]
     assert main(["sgr", "audit", str(tmp_path)]) == 2  # not a run folder: a clear error
     assert "not an sgr run folder" in capsys.readouterr().err
+
+
+def test_without_renderer_a_miss_gets_the_hosts_archived_404_page(tmp_path: Path) -> None:
+    class WithNotFound(ToySite):
+        def states(self) -> Iterable[State]:
+            yield from super().states()
+            yield MODEL.state("/plants", {"page": "9"})  # past the end: the site's 404 page
+
+    result = build_pack(tmp_path / "toy404", [WithNotFound()], [])
+    snapshot = Snapshot.open(result.pack_dir)
+    sim = Simulator(snapshot, site_models(snapshot.manifest.sites))
+    archived_404 = snapshot.fetch("http://toy.sgrgym.test/plants?page=9")
+    assert archived_404.status == 404 and b"<nav" in archived_404.body
+    miss = sim.fetch("http://toy.sgrgym.test/plants?zone=north")
+    assert miss.served is not None and miss.served.status == 404
+    assert miss.served.body == archived_404.body and miss.served.match == "miss"
+    elsewhere = sim.fetch("http://unknown.sgrgym.test/")
+    assert elsewhere.served is not None and elsewhere.served.body == PLAIN_404
