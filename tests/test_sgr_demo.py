@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -88,12 +89,13 @@ def test_oracle_scores_one_everywhere_and_default_far_below(
     assert (default.overall.item_f1 or 0.0) < 0.2
 
 
-def test_random_runs_are_byte_identical(
-    demo: tuple[Path, list[ScoringTask], list[Path]], tmp_path: Path
+@pytest.mark.parametrize("make", [lambda: RandomAgent(seed=11), lambda: ExploreAgent(seed=11)])
+def test_seeded_runs_are_byte_identical(
+    demo: tuple[Path, list[ScoringTask], list[Path]], tmp_path: Path, make: Callable[[], Agent]
 ) -> None:
     pack, tasks, files = demo
     for name in ("one", "two"):
-        _run(pack, tasks, RandomAgent(seed=11), tmp_path / name, files)
+        _run(pack, tasks, make(), tmp_path / name, files)
     for name in ("answers.jsonl", "trajectories.jsonl", "scores.json", "run.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
 

@@ -104,7 +104,7 @@ def chem_notes() -> TextSite:
             Article("Blocks and periods of the periodic table", (
                 "The table is split into s, p, d and f blocks by the subshell being filled. "
                 "Each row is a period; the fifth period of the d block runs from yttrium to "
-                "cadmium and contains one element with no stable isotope at all.",
+                "cadmium.",
                 "Group numbers run from 1 to 18 across the table. Transition metals sit in the "
                 "d block, lanthanides and actinides in the f block.",
             )),
