@@ -4,22 +4,37 @@ pin, then agents run offline (under the network guard) over all 12 CG/GO pairs."
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from sgrgym.sgr.agents import Agent, DefaultStateAgent, OracleAgent, RandomAgent
+from sgrgym.hashing import sha256_file
+from sgrgym.sgr.agents import (
+    Agent,
+    DefaultStateAgent,
+    ExploreAgent,
+    OracleAgent,
+    RandomAgent,
+    answer_from,
+)
 from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.commands import demo_task_files
+from sgrgym.sgr.diagnostics import CATEGORIES, diagnose
 from sgrgym.sgr.env import SgrEnv
+from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
-from sgrgym.sgr.score import ScoreReport
+from sgrgym.sgr.score import ScoreReport, score_answer
 from sgrgym.sgr.sites.app import SITES, load_site
 from sgrgym.sgr.sites.build import build_pack
+from sgrgym.sgr.sites.elements import database_path
 from sgrgym.sgr.sites.model import site_models
-from sgrgym.sgr.sites.reference import reference_of
+from sgrgym.sgr.sites.places import DATA_FILES
+from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.sgr.websearch import findability, rows_held
 
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = ROOT / "snapshots" / "demo" / "manifest.json"
@@ -57,7 +72,7 @@ def _run(
     pack: Path, tasks: list[ScoringTask], agent: Agent, out: Path, files: list[Path]
 ) -> ScoreReport:
     snapshot = Snapshot.open(pack)
-    env = SgrEnv(snapshot, site_models(snapshot.manifest.sites))
+    env = SgrEnv(snapshot, site_models(snapshot.manifest.sites), renderer=load_renderer(snapshot))
     with snapshot:
         return run_tasks(env, agent, tasks, out, run_card(env, agent, 0, files))
 
@@ -74,11 +89,146 @@ def test_oracle_scores_one_everywhere_and_default_far_below(
     assert (default.overall.item_f1 or 0.0) < 0.2
 
 
-def test_random_runs_are_byte_identical(
-    demo: tuple[Path, list[ScoringTask], list[Path]], tmp_path: Path
+@pytest.mark.parametrize("make", [lambda: RandomAgent(seed=11), lambda: ExploreAgent(seed=11)])
+def test_seeded_runs_are_byte_identical(
+    demo: tuple[Path, list[ScoringTask], list[Path]], tmp_path: Path, make: Callable[[], Agent]
 ) -> None:
     pack, tasks, files = demo
     for name in ("one", "two"):
-        _run(pack, tasks, RandomAgent(seed=11), tmp_path / name, files)
+        _run(pack, tasks, make(), tmp_path / name, files)
     for name in ("answers.jsonl", "trajectories.jsonl", "scores.json", "run.json"):
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+
+
+def _world(pack: Path) -> tuple[Snapshot, SgrEnv]:
+    snapshot = Snapshot.open(pack)
+    env = SgrEnv(snapshot, site_models(snapshot.manifest.sites), renderer=load_renderer(snapshot))
+    return snapshot, env
+
+
+def test_rendering_reproduces_every_archived_page(
+    demo: tuple[Path, list[ScoringTask], list[Path]],
+) -> None:
+    """Rendering and archive are the same function of the state, byte for byte."""
+    snapshot, env = _world(demo[0])
+    assert env.renderer is not None and set(env.renderer.apps) == set(SITES)
+    urls = snapshot.urls()
+    assert len(urls) == 898  # every archived page of the demo pack
+    for url in urls:
+        model = env.sim.site_of_url(url)
+        assert model is not None, url
+        archived = snapshot.fetch(url)
+        status, _, body = env.renderer.respond(model.name, url)
+        assert (status, body) == (archived.status, archived.body), url
+    card = env.renderer.card()
+    assert card["elements"].data_files == {"elements.db": sha256_file(database_path())[0]}
+    assert set(card["places"].data_files) == set(DATA_FILES)
+
+
+def test_search_finds_sites_not_answers(
+    demo: tuple[Path, list[ScoringTask], list[Path]],
+) -> None:
+    """No page among the top 50 for an instruction, or any of its sentences, holds a
+    reference row; the task's site is among the results."""
+    _, env = _world(demo[0])
+    indexed = {d.url for d in env.web.documents}
+    assert all("?" not in url for url in indexed)  # never a state with a non-default control
+    assert "http://chem-notes.sgrgym.test/" in indexed and "http://cwe.sgrgym.test/about" in indexed
+    ranks = {}
+    for task in demo[1]:
+        reference = reference_of(task)
+        assert reference is not None
+        host = env.sites[reference.site].host
+        found = findability(
+            env.web, env.sim, task.task_id, task.task.instruction, host, task.gold_rows
+        )
+        assert found.answer_rows_in_top == 0, (task.task_id, found.leaking_urls)
+        assert found.target_rank is not None, task.task_id
+        ranks[task.task_id] = found.target_rank
+    assert max(ranks.values()) > 1  # the target is not always the top hit
+    # the check itself sees rows: the oracle's answer page holds every reference row
+    task = demo[1][0]
+    reference = reference_of(task)
+    assert reference is not None
+    model = env.sites[reference.site]
+    page = env.sim.serve(model.url(walk(model, reference.path)[-1]), model.name)
+    assert rows_held(page.body, task.gold_rows) == len(task.gold_rows)
+
+
+def test_explore_agent_reaches_rendered_states_and_gets_labels(
+    demo: tuple[Path, list[ScoringTask], list[Path]], tmp_path: Path
+) -> None:
+    snapshot, env = _world(demo[0])
+    agent = ExploreAgent(seed=5, steps=8)
+    with snapshot:
+        report = run_tasks(env, agent, demo[1], tmp_path, run_card(env, agent, 5, demo[2]))
+    records = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").open()]
+    matches = [s["match"] for r in records for s in r["steps"] if s["status"]]
+    assert matches.count("rendered") > len(matches) / 4
+    assert all(r["answer_from"] == "final" and r["submitted_answers"] > 0 for r in records)
+    categories = {r["diagnostics"]["category"] for r in records}
+    assert categories <= set(CATEGORIES) and "retrieval-scope drift" in categories
+    assert (report.overall.item_f1 or 0.0) < 0.5
+    card = json.loads((tmp_path / "run.json").read_text())
+    assert set(card["rendered_sites"]) == set(SITES) and card["prompt_sha256"]
+
+
+def _label(env: SgrEnv, task: ScoringTask, urls: list[str], answer: str | None) -> str:
+    reference = reference_of(task)
+    assert reference is not None
+    env.reset(task)
+    for url in urls:
+        env.fetch(url)
+    episode = env.finish(answer)
+    score = score_answer(task, answer)
+    model = env.sites[reference.site]
+    return diagnose(task, reference, model, episode.trajectory, score, answer).category
+
+
+def test_constructed_cases_get_appendix_g_labels(
+    demo: tuple[Path, list[ScoringTask], list[Path]],
+) -> None:
+    _, env = _world(demo[0])
+    tasks = {t.task_id: t for t in demo[1]}
+    actinides = tasks["elements_001"]
+    base = "http://elements.sgrgym.test"
+    lanthanides = f"{base}/elements?order=asc&series=lanthanides&sort=year"
+    answer_page = f"{base}/elements?order=asc&series=actinides&sort=year"
+    wrong_rows = env.fetch(lanthanides)
+    assert wrong_rows.status == 200  # a rendered, plausible page
+    lanthanide_answer = answer_from([wrong_rows], env.reset(actinides))
+    assert _label(env, actinides, [f"{base}/", lanthanides], lanthanide_answer) == (
+        "criterion mismatch"
+    )
+    assert _label(env, actinides, [f"{base}/elements?block=f"], "U|Uranium|1789") == (
+        "retrieval-scope drift"
+    )
+    gold = actinides.task.oracle_answer
+    reversed_answer = "\n".join(reversed(gold.split("\n")))
+    assert _label(env, actinides, [answer_page], reversed_answer) == "final answer composition"
+    misread = gold.replace("1789", "1798")
+    assert _label(env, actinides, [answer_page], misread) == "in-page evidence misreading"
+    assert _label(env, actinides, [answer_page], gold) == "solved"
+    assert _label(env, actinides, ["http://chem-notes.sgrgym.test/"], gold[:20]) == (
+        "site never reached"
+    )
+    # commuting filters: set either way round, the same states; no divergence
+    cwe = tasks["cwe_001"]
+    w = "http://cwe.sgrgym.test/weaknesses"
+    swapped = [f"{w}", f"{w}?likelihood=High", f"{w}?likelihood=High&status=Stable",
+               f"{w}?likelihood=High&order=asc&sort=name&status=Stable"]  # fmt: skip
+    assert _label(env, cwe, swapped, cwe.task.oracle_answer) == "solved"
+    reference = reference_of(cwe)
+    assert reference is not None
+    env.reset(cwe)
+    for url in swapped:
+        env.fetch(url)
+    episode = env.finish(cwe.task.oracle_answer)
+    diag = diagnose(cwe, reference, env.sites["cwe"], episode.trajectory,
+                    score_answer(cwe, cwe.task.oracle_answer), cwe.task.oracle_answer)  # fmt: skip
+    assert diag.first_divergence_step is None and diag.steps_outside_reference == 0
+    # the data-dependent step taken with a wrong intermediate value (Mo instead of Tc)
+    tc = tasks["elements_004"]
+    path = [f"{base}/?node=d", f"{base}/?node=d.5", f"{base}/?node=d.5.Mo",
+            f"{base}/isotopes?element=Mo"]  # fmt: skip
+    assert _label(env, tc, path, "NONE") == "retrieval dependency error"

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
+from collections.abc import Iterable
+from importlib import resources
 from pathlib import Path
 
 import pytest
 from sgr_helpers import write_jsonl
 from toy_site import MODEL, SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 
+from sgrgym.cli import main
 from sgrgym.errors import UserError
 from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
 from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, SgrEnv
+from sgrgym.sgr.env import Budget, BudgetExceeded, Observation, SgrEnv
+from sgrgym.sgr.prompt import PROMPT_TEMPLATE
+from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
-from sgrgym.sgr.simulator import Simulator
+from sgrgym.sgr.score import score_answer
+from sgrgym.sgr.simulator import PLAIN_404, Simulator
 from sgrgym.sgr.sites.build import build_pack
-from sgrgym.sgr.sites.model import Op, SiteError, site_models
+from sgrgym.sgr.sites.model import Op, SiteError, State, site_models
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.sgr.watchdog import run_episode
 
 
 def test_state_url_round_trip_and_defaults() -> None:
@@ -101,7 +110,7 @@ def env_for(pack: Path, **budget: float) -> SgrEnv:
     return SgrEnv(snapshot, site_models(snapshot.manifest.sites), Budget(**budget))
 
 
-def test_simulator_records_states_and_names_misses(
+def test_without_renderer_a_miss_is_a_plain_404(
     toy_pack: tuple[Path, list[ScoringTask]],
 ) -> None:
     env = env_for(toy_pack[0])
@@ -109,14 +118,44 @@ def test_simulator_records_states_and_names_misses(
     ok = sim.operate("toy", Op(op="select_view", value="/plants"))
     assert ok.ok and ok.url == "http://toy.sgrgym.test/plants"
     miss = sim.operate("toy", Op(op="set_scope", control="zone", value="north"))
-    assert not miss.ok and miss.response is not None and miss.response.status == 404
-    assert miss.message == (
-        "state not in snapshot: toy /plants [zone=north] (http://toy.sgrgym.test/plants?zone=north)"
-    )
+    assert not miss.ok and miss.served is not None and miss.served.status == 404
+    assert miss.served.body == PLAIN_404  # says nothing about what the pack holds
+    assert b"snapshot" not in miss.served.body.lower()
     assert sim.state_of("toy") == MODEL.state("/plants")  # a miss does not move the state
     bad = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
     assert "not offered" in bad.error
     assert [s.match for s in sim.trajectory] == ["exact", "miss", "error"]
+
+
+def test_renderer_reaches_every_state_with_the_sites_own_pages(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    snapshot = Snapshot.open(toy_pack[0])
+    renderer = load_renderer(snapshot, [ToySite()])
+    sim = Simulator(snapshot, site_models(snapshot.manifest.sites), renderer)
+    sim.operate("toy", Op(op="select_view", value="/plants"))
+    north = sim.operate("toy", Op(op="set_scope", control="zone", value="north"))
+    assert north.ok and north.served is not None
+    assert north.served.body == ToySite().render(MODEL.state("/plants", {"zone": "north"}))
+    cactus = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
+    assert cactus.served is not None and cactus.served.status == 400  # its validation page
+    assert b"<nav" in cactus.served.body and b"not offered" in cactus.served.body
+    far = sim.operate("toy", Op(op="page", control="page", value="9"))
+    other = sim.fetch("http://toy.sgrgym.test/nowhere")
+    assert far.served is not None and other.served is not None
+    assert far.served.status == other.served.status == 404
+    assert far.served.body == other.served.body  # one 404 page for every miss
+    assert [s.match for s in sim.trajectory] == ["exact", "rendered", "rendered", "rendered",
+                                                "rendered"]  # fmt: skip
+
+
+def test_a_renderer_that_differs_from_the_pack_is_refused(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    changed = ToySite()
+    changed.model = MODEL.model_copy(update={"source": "made up, version 2"})
+    with pytest.raises(UserError, match=r"not the one the pack was built with.*source"):
+        load_renderer(Snapshot.open(toy_pack[0]), [changed])
 
 
 def test_oracle_scores_one_and_baselines_lower(
@@ -135,10 +174,11 @@ def test_oracle_scores_one_and_baselines_lower(
     assert results["default"].overall.item_f1 == 0.0  # the home page shows no plant rows
     assert (results["random"].overall.item_f1 or 0.0) < 1.0
     trajectories = [json.loads(x) for x in (tmp_path / "oracle/trajectories.jsonl").open()]
-    assert trajectories[0]["diagnostics"]["hint"] == "solved"
-    assert trajectories[0]["diagnostics"]["reference_states_reached"] == 1.0
+    assert trajectories[0]["diagnostics"]["category"] == "solved"
+    assert trajectories[0]["ended_by"] == "answer" and trajectories[0]["answer_from"] == "final"
     default = [json.loads(x) for x in (tmp_path / "default/trajectories.jsonl").open()]
-    assert default[0]["diagnostics"]["hint"] == "drift"
+    assert default[0]["diagnostics"]["category"] == "retrieval-scope drift"
+    assert default[0]["target_site_rank"] == 1
     assert [s["tool"] for s in default[0]["steps"]] == ["search", "fetch", "answer"]
 
 
@@ -179,24 +219,169 @@ def test_budget_overrun_is_recorded_not_raised(
     env = env_for(pack, max_tool_calls=2)
     report = run_tasks(env, agent, tasks, tmp_path / "tight", run_card(env, agent, 0, []))
     trajectories = [json.loads(x) for x in (tmp_path / "tight/trajectories.jsonl").open()]
-    assert trajectories[0]["ended_by"] == "budget: more than 2 tool calls"
-    assert trajectories[0]["tool_calls"] == 2
+    assert trajectories[0]["ended_by"] == "budget: tool calls"
+    assert trajectories[0]["error"] == "budget: more than 2 tool calls"
+    assert trajectories[0]["tool_calls"] == 2 and trajectories[0]["answer_from"] == "none"
     assert report.missing == [t.task_id for t in tasks]
 
 
-def test_diagnostics_locate_divergence(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
+def test_diagnostics_locate_the_root_cause(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
     pack, tasks = toy_pack
-    reference = reference_of(tasks[1])
+    task = tasks[1]
+    reference = reference_of(task)
     assert reference is not None
     env = env_for(pack)
-    sim = Simulator(env.snapshot, env.sites)
+    sim = Simulator(env.snapshot, env.sites, load_renderer(env.snapshot, [ToySite()]))
     sim.fetch(MODEL.url(MODEL.default_state()))
     sim.operate("toy", Op(op="select_view", value="/plants"))
     sim.operate("toy", Op(op="set_filter", control="kind", value="tree"))  # wrong scope
-    diag = diagnose(reference, MODEL, sim.trajectory, item_f1=0.3)
-    assert diag.first_divergence_step == 3 and diag.steps_outside_reference == 1
-    assert diag.hint == "drift" and diag.reference_states_reached == 0.5
+    wrong = score_answer(task, "cedar|tree|40")
+
+    def category(answer: str | None) -> str:
+        score = score_answer(task, answer)
+        return diagnose(task, reference, MODEL, sim.trajectory, score, answer).category
+
+    diag = diagnose(task, reference, MODEL, sim.trajectory, wrong, "cedar|tree|40")
+    assert diag.category == "retrieval-scope drift" and diag.first_divergence_step == 3
+    assert diag.first_missed_state == "http://toy.sgrgym.test/plants?zone=south"
+    sim.fetch("http://toy.sgrgym.test/plants?zone=north")  # a wrong scope value: still drift
+    assert category("cedar|tree|40") == "retrieval-scope drift"
+    trees = tasks[0]
+    shrubs = Simulator(env.snapshot, env.sites, sim.renderer)
+    shrubs.fetch("http://toy.sgrgym.test/plants?kind=shrub&sort=height&order=desc")
+    scored = score_answer(trees, "dogwood|shrub|6")
+    # right control (the kind filter), wrong value
+    assert diagnose(trees, reference_of(trees), MODEL, shrubs.trajectory, scored,
+                    "dogwood|shrub|6").category == "criterion mismatch"  # fmt: skip
     states = walk(MODEL, reference.path)
     for state in states[2:]:
         sim.fetch(MODEL.url(state))
-    assert diagnose(reference, MODEL, sim.trajectory, item_f1=0.5).hint == "criterion"
+    assert category("cedar|tree|40\ndogwood|shrub|7\nfern|herb|1") == "in-page evidence misreading"
+    assert category("fern|herb|1\ndogwood|shrub|6\ncedar|tree|40") == "final answer composition"
+    assert category(None) == "no answer"
+    assert category(task.task.oracle_answer) == "solved"
+
+
+class SleepingAgent:
+    """Submits an interim answer, then blocks (as in a model call) until released."""
+
+    name = "sleeper"
+
+    def __init__(self, answer: str, calls_first: int = 0) -> None:
+        self.answer = answer
+        self.calls_first = calls_first
+        self.release = threading.Event()
+        self.late_call: BaseException | None = None
+
+    def act(self, env: SgrEnv, obs: Observation) -> str:
+        for _ in range(self.calls_first):
+            env.search(obs.instruction)
+        env.submit_answer(self.answer)
+        self.release.wait(60)
+        try:
+            env.search("anything")
+        except BudgetExceeded as exc:
+            self.late_call = exc
+        return "a late answer that must not count"
+
+
+def test_watchdog_stops_a_sleeping_agent_and_scores_its_interim_answer(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    pack, tasks = toy_pack
+    task = tasks[0]
+    agent = SleepingAgent(task.task.oracle_answer)
+    env = env_for(pack, max_wall_s=0.3)
+    episode = run_episode(env, agent, env.reset(task))
+    assert episode.ended_by == "budget: wall" and episode.answer_from == "submitted"
+    assert episode.answer == task.task.oracle_answer
+    assert score_answer(task, episode.answer).item_f1 == 1.0
+    assert env.submitted_answer() == task.task.oracle_answer  # what an outside poller reads
+    env.reset(tasks[1])  # the next episode has begun when the abandoned agent wakes up
+    agent.release.set()
+    for _ in range(600):  # the abandoned thread's later tool call is refused
+        if agent.late_call is not None:
+            break
+        threading.Event().wait(0.05)
+    assert isinstance(agent.late_call, BudgetExceeded)
+    assert [s.tool for s in episode.trajectory] == ["submit_answer"]
+    assert env.episode.tool_calls == 0 and env.sim.trajectory == []  # nothing leaked into it
+
+
+def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]]) -> None:
+    pack, tasks = toy_pack
+    sleeper = SleepingAgent("alder|tree|20", calls_first=2)
+    env = env_for(pack, stall_s=0.3)
+    episode = run_episode(env, sleeper, env.reset(tasks[0]))
+    sleeper.release.set()
+    assert episode.ended_by == "budget: stall" and episode.tool_calls == 3
+    assert episode.answer == "alder|tree|20"
+
+    class Failing:
+        name = "failing"
+
+        def act(self, env: SgrEnv, obs: Observation) -> str:
+            env.submit_answer("birch|tree|25")
+            raise RuntimeError("model endpoint gone")
+
+    env = env_for(pack)
+    episode = run_episode(env, Failing(), env.reset(tasks[0]))
+    assert episode.ended_by == "agent error" and "model endpoint gone" in episode.error
+    assert episode.answer == "birch|tree|25" and episode.answer_from == "submitted"
+    assert Budget().max_tool_calls is None  # the paper has no tool-call cap
+
+
+def test_every_agent_gets_the_versioned_prompt(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    pack, tasks = toy_pack
+    env = env_for(pack)
+    obs = env.reset(tasks[0])
+    assert obs.prompt.startswith("Date today: 2026-01-01")
+    assert tasks[0].task.instruction in obs.prompt
+    assert "name, kind, height" in obs.prompt and obs.output_format in obs.prompt
+    assert "toy.sgrgym.test" not in obs.prompt  # no start URL
+    assert "submit_answer" in obs.prompt and "search(query)" in obs.prompt
+    card = run_card(env, DefaultStateAgent(), 0, [])
+    template = (resources.files("sgrgym.sgr") / "prompts" / PROMPT_TEMPLATE).read_bytes()
+    assert card.prompt_sha256 == hashlib.sha256(template).hexdigest()
+
+
+def test_audit_counts_categories(
+    toy_pack: tuple[Path, list[ScoringTask]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pack, tasks = toy_pack
+    references = {t.task_id: r for t in tasks if (r := reference_of(t)) is not None}
+    for agent in (OracleAgent(references), DefaultStateAgent()):
+        env = env_for(pack)
+        run_tasks(env, agent, tasks, tmp_path / agent.name, run_card(env, agent, 0, []))
+    assert main(["sgr", "audit", str(tmp_path / "oracle"), str(tmp_path / "default"),
+                 "--json"]) == 0  # fmt: skip
+    audit = json.loads(capsys.readouterr().out)
+    oracle, default = audit["runs"]
+    assert (oracle["solved"], oracle["failures"]) == (2, 0)
+    assert (
+        default["counts"]["retrieval-scope drift"] == 2
+        and default["shares"]["retrieval-scope drift"] == 1.0
+    )
+    assert audit["not_detected"] == ["intent rewriting"]
+    assert main(["sgr", "audit", str(tmp_path)]) == 2  # not a run folder: a clear error
+    assert "not an sgr run folder" in capsys.readouterr().err
+
+
+def test_without_renderer_a_miss_gets_the_hosts_archived_404_page(tmp_path: Path) -> None:
+    class WithNotFound(ToySite):
+        def states(self) -> Iterable[State]:
+            yield from super().states()
+            yield MODEL.state("/plants", {"page": "9"})  # past the end: the site's 404 page
+
+    result = build_pack(tmp_path / "toy404", [WithNotFound()], [])
+    snapshot = Snapshot.open(result.pack_dir)
+    sim = Simulator(snapshot, site_models(snapshot.manifest.sites))
+    archived_404 = snapshot.fetch("http://toy.sgrgym.test/plants?page=9")
+    assert archived_404.status == 404 and b"<nav" in archived_404.body
+    miss = sim.fetch("http://toy.sgrgym.test/plants?zone=north")
+    assert miss.served is not None and miss.served.status == 404
+    assert miss.served.body == archived_404.body and miss.served.match == "miss"
+    elsewhere = sim.fetch("http://unknown.sgrgym.test/")
+    assert elsewhere.served is not None and elsewhere.served.body == PLAIN_404

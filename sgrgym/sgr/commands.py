@@ -86,6 +86,22 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return int(text)
+
+
 DEFAULT_TASKS_DIR = Path("tasks/sgr")
 
 
@@ -135,10 +151,16 @@ def _open_pack(spec: str) -> tuple[Any, Any]:
     return snapshot, models
 
 
+def _renderer(snapshot: Any, no_render: bool) -> Any:
+    from sgrgym.sgr.render import load_renderer
+
+    return None if no_render else load_renderer(snapshot)
+
+
 def cmd_sgr_run(args: argparse.Namespace) -> int:
     from sgrgym.errors import UserError
     from sgrgym.report.output import progress_bar
-    from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
+    from sgrgym.sgr.agents import DefaultStateAgent, ExploreAgent, OracleAgent, RandomAgent
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import run_card, run_tasks
     from sgrgym.sgr.score_table import render_report
@@ -161,10 +183,15 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         agent = OracleAgent(references)
     elif args.agent == "default":
         agent = DefaultStateAgent()
+    elif args.agent == "explore":
+        agent = ExploreAgent(seed=args.seed, steps=args.random_steps)
     else:
         agent = RandomAgent(seed=args.seed, steps=args.random_steps)
-    budget = Budget(max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s)
-    env = SgrEnv(snapshot, models, budget, current_date=args.current_date)
+    budget = Budget(
+        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
+    )
+    renderer = _renderer(snapshot, args.no_render)
+    env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
     card = run_card(env, agent, args.seed, files)
     with snapshot:
         report = run_tasks(env, agent, tasks, args.out, card, None if args.quiet else progress_bar)
@@ -174,6 +201,59 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         print(render_report(report, f"{agent.name} agent"))
         print(f"\nanswers, trajectories and scores in {args.out}/")
     return 0
+
+
+def cmd_sgr_audit(args: argparse.Namespace) -> int:
+    from sgrgym.sgr.audit import audit_runs, render_audit
+
+    audit = audit_runs(args.run_dirs)
+    if args.json:
+        write_json(audit.model_dump_json())
+    else:
+        print(render_audit(audit))
+    return 0
+
+
+def cmd_sgr_findability(args: argparse.Namespace) -> int:
+    from sgrgym.report.table import format_table
+    from sgrgym.sgr.simulator import Simulator
+    from sgrgym.sgr.sites.reference import reference_of
+    from sgrgym.sgr.tasks import load_tasks
+    from sgrgym.sgr.websearch import WebSearch, findability
+
+    tasks = load_tasks(args.tasks or demo_task_files())
+    snapshot, models = _open_pack(args.pack)
+    with snapshot:
+        sim = Simulator(snapshot, models, _renderer(snapshot, args.no_render))
+        web = WebSearch.for_simulator(sim)
+        results = []
+        for task in tasks:
+            reference = reference_of(task)
+            model = models.get(reference.site) if reference else None
+            results.append(
+                findability(
+                    web, sim, task.task_id, task.task.instruction, model.host if model else "",
+                    task.gold_rows, args.depth,
+                )
+            )  # fmt: skip
+        web.close()
+    if args.json:
+        write_json(json.dumps([r.__dict__ | {"leaking_urls": list(r.leaking_urls)}
+                               for r in results]))  # fmt: skip
+        return 0
+    rows = [
+        [r.task_id, str(r.target_rank) if r.target_rank else "absent", str(r.answer_rows_in_top)]
+        for r in results
+    ]
+    print(format_table(["Task", "Site rank", f"Answer rows in top {args.depth}"], rows))
+    ranks = [r.target_rank for r in results if r.target_rank]
+    print(
+        f"\n{len(results)} tasks: site first hit at rank 1 for {ranks.count(1)}, "
+        f"median rank {sorted(ranks)[len(ranks) // 2] if ranks else '-'}, absent for "
+        f"{len(results) - len(ranks)}; answer rows in the top {args.depth}: "
+        f"{sum(r.answer_rows_in_top for r in results)}."
+    )
+    return 1 if any(r.answer_rows_in_top for r in results) else 0
 
 
 def cmd_sgr_states(args: argparse.Namespace) -> int:
@@ -214,7 +294,7 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
         return 0
     print(f"{args.task} on {model.title} ({model.host}): {len(edges)} operations\n")
     for node in nodes:
-        marks = ("archived" if node["archived"] else "NOT ARCHIVED") + (
+        marks = ("archived" if node["archived"] else "not archived: rendered when reached") + (
             ", answer" if node["answer"] else ""
         )
         print(f"  [{node['state']}] {node['describe']}  ({marks})\n      {node['url']}")
@@ -307,22 +387,49 @@ def add_commands(areas: Any) -> None:
     run = sgr_cmds.add_parser(
         "run",
         help="run an agent on the tasks, offline, over a pack",
-        description="Run one episode per task variant against the pack (search, fetch, pdf and "
-        "site operations, budgets as in the paper's appendix C); write answers (scorer "
-        "predictions JSONL), trajectories with diagnostics, scores and a run card to --out. "
+        description="Run one episode per task variant against the pack. The agent gets the "
+        "task prompt (date, instruction, output schema, tools; no start URL) and the tools "
+        "search (a web search engine over the sites' entry and about pages and distractor "
+        "sites, never a filtered state), fetch, pdf, site operations and submit_answer. Every "
+        "state a replica site can express is reachable: archived pages are served from the "
+        "pack, others rendered by the pinned site app (a pack without apps answers a miss "
+        "with a 404). Wall time and stall are enforced by a watchdog (appendix C); on an "
+        "overrun the last submitted answer is scored. Writes answers (scorer predictions "
+        "JSONL), trajectories with appendix G diagnostics, scores and a run card to --out. "
         "Interrupted runs resume.",
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
-    run.add_argument("--agent", required=True, choices=["oracle", "default", "random"])
+    run.add_argument("--agent", required=True, choices=["oracle", "default", "random", "explore"])
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",
         help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
     )  # fmt: skip
-    run.add_argument("--seed", type=int, default=0, help="seed of the random agent")
-    run.add_argument("--random-steps", type=int, default=4, help="links the random agent follows")
-    run.add_argument("--max-tool-calls", type=int, default=200)
-    run.add_argument("--max-wall-s", type=float, default=6000.0)
+    run.add_argument("--seed", type=int, default=0, help="seed of the random/explore agent")
+    run.add_argument(
+        "--random-steps", type=_positive_int, default=4,
+        help="links the random agent follows / operations the explore agent makes",
+    )  # fmt: skip
+    run.add_argument(
+        "--max-tool-calls",
+        type=_positive_int,
+        default=None,
+        help="optional cap on tool calls (default: none)",
+    )
+    run.add_argument(
+        "--max-wall-s",
+        type=_positive_float,
+        default=6000.0,
+        help="wall time per task (default: 6000)",
+    )
+    run.add_argument(
+        "--stall-s", type=_positive_float, default=3000.0,
+        help="stop a task after this long without progress (default: 3000)",
+    )  # fmt: skip
+    run.add_argument(
+        "--no-render", action="store_true",
+        help="serve only archived pages (a miss is a 404) instead of rendering them",
+    )  # fmt: skip
     run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -339,3 +446,30 @@ def add_commands(areas: Any) -> None:
     states.add_argument("--tasks", nargs="+", type=Path, metavar="FILE")
     states.add_argument("--json", action="store_true")
     states.set_defaults(handler=cmd_sgr_states)
+
+    audit = sgr_cmds.add_parser(
+        "audit",
+        help="failure categories of runs (paper appendix G/H)",
+        description="Count each run's episodes by their appendix G failure category (from "
+        "the trajectories' diagnostics) and print a table like the paper's table 4: counts "
+        "per category, failures, solved, and shares over failures. Intent rewriting is not "
+        "detectable from states and answers and is not counted.",
+    )
+    audit.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="sgr run --out")
+    audit.add_argument("--json", action="store_true")
+    audit.set_defaults(handler=cmd_sgr_audit)
+
+    find = sgr_cmds.add_parser(
+        "findability",
+        help="rank of each task's site in web search; answer rows in the top results",
+        description="Search each task's instruction with the agents' web search: report the "
+        "rank of the first hit on the task's site, and how many reference rows the pages in "
+        "the top --depth results show for the instruction and each of its sentences (must be "
+        "0; exit 1 otherwise).",
+    )
+    find.add_argument("--pack", default="demo")
+    find.add_argument("--tasks", nargs="+", type=Path, metavar="FILE")
+    find.add_argument("--depth", type=_positive_int, default=50, help="results checked per query")
+    find.add_argument("--no-render", action="store_true", help="archived pages only")
+    find.add_argument("--json", action="store_true")
+    find.set_defaults(handler=cmd_sgr_findability)

@@ -1,67 +1,88 @@
 """The SGR environment: one episode per task variant, tools over a snapshot pack, budgets.
 
-The agent sees the task's ``instruction``, ``output_format`` and a ``current_date`` (never
-the start URL, SGR-Bench appendix C). Tools: ``search(query)`` over the pack's pages,
-``fetch(url)``, ``pdf(url)`` and the site operations (:meth:`SgrEnv.operate`). Budgets follow
-appendix C (6,000 s per task, stalled after 3,000 s without progress) plus a cap on tool
-calls; an overrun ends the episode and is recorded, not raised to the caller.
+The agent sees the task prompt (:mod:`sgrgym.sgr.prompt`: date, instruction, output schema,
+tools, the ban on other retrieval paths; never the start URL, SGR-Bench appendix C). Tools:
+``search(query)`` (a web search engine over the sites' entry pages,
+:mod:`sgrgym.sgr.websearch`), ``fetch(url)``, ``pdf(url)``, the site operations
+(:meth:`SgrEnv.operate`) and ``submit_answer(text)`` for interim answers.
+
+Budgets (appendix C): 6,000 s of wall time per task, stalled after 3,000 s without progress
+(a tool call or a submitted answer); a cap on tool calls is optional and off by default. The
+wall and stall limits are enforced from outside the agent by :mod:`sgrgym.sgr.watchdog`; when
+an episode is stopped, :meth:`SgrEnv.stop` refuses every later tool call.
 """
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
 from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.search import SearchHit, search
+from sgrgym.sgr.archive.search import SearchHit
 from sgrgym.sgr.archive.text import body_to_text
+from sgrgym.sgr.prompt import DEFAULT_TOOLS, task_prompt
+from sgrgym.sgr.render import SiteRenderer
 from sgrgym.sgr.simulator import Simulator, StepResult, TrajectoryStep
 from sgrgym.sgr.sites.model import Op, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
+from sgrgym.sgr.websearch import WebSearch, first_rank
 
 
 class Budget(BaseModel):
-    """Per-episode limits (appendix C: 6,000 s runtime, stalled after 3,000 s)."""
+    """Per-episode limits (appendix C: 6,000 s runtime, stalled after 3,000 s without progress;
+    the paper has no tool-call cap, so ``max_tool_calls`` is off unless set)."""
 
     max_wall_s: float = Field(default=6000.0, gt=0)
     stall_s: float = Field(default=3000.0, gt=0)
-    max_tool_calls: int = Field(default=200, ge=1)
+    max_tool_calls: int | None = Field(default=None, ge=1)
 
 
 class Observation(BaseModel):
-    """What the agent is told: the task, its output schema and the date (no start URL)."""
+    """What the agent is told: the prompt, and its parts (no start URL)."""
 
     task_id: str
+    prompt: str
     instruction: str
     output_format: str
     current_date: str
     columns: list[str]
     field_separator: str = "|"
     record_separator: str = "\n"
+    tools: list[str] = Field(default_factory=lambda: list(DEFAULT_TOOLS))
 
 
 class BudgetExceeded(Exception):
-    """Raised inside an episode when a budget runs out; the runner records it."""
+    """Raised by a tool call once the episode is over (budget spent or stopped)."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason  # wall | stall | tool calls
 
 
 @dataclass(frozen=True)
 class Page:
-    """A tool's answer: the URL reached, HTTP status, how the archive matched, and content."""
+    """A tool's answer as the agent sees it: the address, HTTP status and content.
+
+    Nothing here tells an archived page from a rendered one; a tool error (an operation the
+    page does not have) has status 400 and its ``message``.
+    """
 
     url: str
     status: int
-    match: str
     body: bytes
     content_type: str
     message: str = ""
 
     @property
     def text(self) -> str:
-        if self.match == "miss" or self.status >= 400:
-            return self.message or self.body.decode("utf-8", "replace")
+        if self.message:
+            return self.message
         try:
             return body_to_text(self.body, self.content_type)
         except ValueError as exc:
@@ -75,29 +96,36 @@ class Page:
 
 
 def _page(result: StepResult) -> Page:
-    response = result.response
-    if response is None:
-        return Page(result.url, 400, "error", b"", "text/plain", result.error)
-    return Page(
-        response.url, response.status, response.match, response.body, response.content_type,
-        result.message,
-    )  # fmt: skip
+    served = result.served
+    if served is None:
+        return Page(result.url, 400, b"", "text/plain; charset=utf-8", result.error)
+    return Page(served.url, served.status, served.body, served.content_type)
 
 
 @dataclass
 class Episode:
-    """The record of one episode (deterministic fields only; wall time kept apart)."""
+    """The record of one episode (deterministic fields only; wall time kept apart).
+
+    ``ended_by``: ``answer`` (the agent returned one), ``budget: wall``, ``budget: stall``,
+    ``budget: tool calls`` or ``agent error``; ``answer_from``: ``final`` (returned),
+    ``submitted`` (the last submit_answer, scored after an overrun or error) or ``none``.
+    """
 
     task_id: str
     answer: str | None = None
-    ended_by: str = "answer"  # answer | budget: ... | agent error: ...
+    ended_by: str = "answer"
+    answer_from: str = "none"
+    error: str = ""
     tool_calls: int = 0
+    submitted_answers: int = 0
+    searches: int = 0
+    target_site_rank: int | None = None  # the task's site in the first search (None: absent)
     trajectory: list[TrajectoryStep] = field(default_factory=list)
     wall_s: float = 0.0
 
 
 class SgrEnv:
-    """Episodes over one snapshot pack and its site models."""
+    """Episodes over one snapshot pack and its site models (and their renderer, if any)."""
 
     def __init__(
         self,
@@ -105,21 +133,41 @@ class SgrEnv:
         sites: dict[str, SiteModel],
         budget: Budget | None = None,
         current_date: str = "2026-01-01",
+        renderer: SiteRenderer | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.sites = sites
         self.budget = budget or Budget()
         self.current_date = current_date
-        self.sim = Simulator(snapshot, sites)
+        self.renderer = renderer
+        self.sim = Simulator(snapshot, sites, renderer)
+        self.web = WebSearch.for_simulator(self.sim)
         self.episode = Episode(task_id="")
-        self._started = self._last = 0.0
+        self._target_host = ""
+        self._lock = threading.RLock()
+        self._stopped: BudgetExceeded | None = None
+        self._submitted: str | None = None
+        self._owner: threading.Thread | None = None  # the agent thread of this episode
+        self._past: set[threading.Thread] = set()  # agent threads of ended episodes, alive
+        self.started = self.last_progress = 0.0
 
-    def reset(self, task: ScoringTask) -> Observation:
-        self.sim = Simulator(self.snapshot, self.sites)
-        self.episode = Episode(task_id=task.task_id)
-        self._started = self._last = time.monotonic()
+    def reset(self, task: ScoringTask, target_host: str = "") -> Observation:
+        """Start an episode. ``target_host`` (the site holding the answer, for the researcher)
+        lets search steps record the rank of its first hit; the agent never sees it."""
+        with self._lock:
+            self.sim = Simulator(self.snapshot, self.sites, self.renderer)
+            self.episode = Episode(task_id=task.task_id)
+            self._target_host = target_host
+            self._stopped = None
+            self._submitted = None
+            self.started = self.last_progress = time.monotonic()
+        prompt = task_prompt(
+            self.current_date, task.task.instruction, task.task.output_format, task.columns,
+            task.field_sep, task.record_sep,
+        )  # fmt: skip
         return Observation(
             task_id=task.task_id,
+            prompt=prompt,
             instruction=task.task.instruction,
             output_format=task.task.output_format,
             current_date=self.current_date,
@@ -128,46 +176,109 @@ class SgrEnv:
             record_separator=task.record_sep,
         )
 
-    def _spend(self) -> None:
-        now = time.monotonic()
-        budget = self.budget
-        if self.episode.tool_calls >= budget.max_tool_calls:
-            raise BudgetExceeded(f"budget: more than {budget.max_tool_calls} tool calls")
-        if now - self._started > budget.max_wall_s:
-            raise BudgetExceeded(f"budget: over {budget.max_wall_s:g} s of wall time")
-        if now - self._last > budget.stall_s:
-            raise BudgetExceeded(f"budget: stalled over {budget.stall_s:g} s")
-        self.episode.tool_calls += 1
-        self._last = now
+    # -- budget ------------------------------------------------------------------------------
+    def stop(self, reason: str, message: str) -> None:
+        """End the episode from outside: every later tool call raises BudgetExceeded."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = BudgetExceeded(reason, message)
 
+    @property
+    def stopped(self) -> BudgetExceeded | None:
+        return self._stopped
+
+    def claim(self) -> None:
+        """Bind the episode to the calling (agent) thread: once the episode ends, that
+        thread's tool calls stay refused, in later episodes too."""
+        with self._lock:
+            self._owner = threading.current_thread()
+
+    @contextmanager
+    def _tool(self) -> Iterator[None]:
+        """One tool call: refused once stopped or over the call cap; counts as progress."""
+        with self._lock:
+            if threading.current_thread() in self._past:
+                raise BudgetExceeded("over", "this agent's episode is over")
+            if self._stopped is not None:
+                raise self._stopped
+            cap = self.budget.max_tool_calls
+            if cap is not None and self.episode.tool_calls >= cap:
+                self._stopped = BudgetExceeded("tool calls", f"budget: more than {cap} tool calls")
+                raise self._stopped
+            self.episode.tool_calls += 1
+            self.last_progress = time.monotonic()
+            yield
+
+    # -- tools -------------------------------------------------------------------------------
     def home(self, url: str) -> str | None:
         """The start page of the site serving ``url`` (what typing its host name shows)."""
         model = self.sim.site_of_url(url)
         return model.url(model.default_state()) if model else None
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
-        self._spend()
-        hits = search(self.snapshot, query, limit)
-        self.sim.note("search", {"query": query}, f"{len(hits)} hits")
-        return hits
+        with self._tool():
+            hits = self.web.search(query, limit)
+            note = f"{len(hits)} hits"
+            if self._target_host:
+                rank = first_rank(hits, self._target_host)
+                note += f"; target site first at rank {rank}" if rank else "; target site absent"
+                if self.episode.searches == 0:
+                    self.episode.target_site_rank = rank
+            self.episode.searches += 1
+            self.sim.note("search", {"query": query}, note)
+            return hits
 
     def fetch(self, url: str) -> Page:
-        self._spend()
-        return _page(self.sim.fetch(url))
+        with self._tool():
+            return _page(self.sim.fetch(url))
 
     def pdf(self, url: str) -> Page:
-        self._spend()
-        return _page(self.sim.fetch(url, tool="pdf"))
+        with self._tool():
+            return _page(self.sim.fetch(url, tool="pdf"))
 
     def operate(self, site: str, op: Op) -> Page:
-        self._spend()
-        return _page(self.sim.operate(site, op))
+        """An operation on ``site`` (its name or host name)."""
+        with self._tool():
+            if site not in self.sites:
+                model = self.sim.site_of_url(f"http://{site}/")
+                site = model.name if model else site
+            return _page(self.sim.operate(site, op))
 
-    def finish(self, answer: str | None, ended_by: str = "answer") -> Episode:
-        if answer is not None:
-            self.sim.note("answer", {}, f"{len(answer)} characters")
-        self.episode.answer = answer
-        self.episode.ended_by = ended_by
-        self.episode.trajectory = list(self.sim.trajectory)
-        self.episode.wall_s = time.monotonic() - self._started
-        return self.episode
+    def submit_answer(self, answer: str) -> None:
+        """Record an interim answer; the last one is scored if the episode overruns."""
+        with self._tool():
+            self._submitted = answer
+            self.episode.submitted_answers += 1
+            self.sim.note("submit_answer", {}, f"{len(answer)} characters")
+
+    def submitted_answer(self) -> str | None:
+        """The latest submitted answer (what an outside poller reads)."""
+        return self._submitted
+
+    def progress(self) -> None:
+        """Mark trace progress without a tool call (an external agent's transcript grew)."""
+        with self._lock:
+            self.last_progress = time.monotonic()
+
+    def finish(self, answer: str | None, ended_by: str = "answer", error: str = "") -> Episode:
+        """Close the episode: a returned answer wins; otherwise the last submitted one."""
+        with self._lock:
+            if self._stopped is None:
+                self._stopped = BudgetExceeded("finished", "the episode is over")
+            if self._owner is not None:
+                self._past = {t for t in self._past if t.is_alive()} | {self._owner}
+                self._owner = None
+            episode = self.episode
+            if answer is not None:
+                self.sim.note("answer", {}, f"{len(answer)} characters")
+                episode.answer, episode.answer_from = answer, "final"
+            elif self._submitted is not None:
+                episode.answer, episode.answer_from = self._submitted, "submitted"
+            episode.ended_by = ended_by
+            episode.error = error
+            episode.trajectory = list(self.sim.trajectory)
+            episode.wall_s = time.monotonic() - self.started
+            return episode
+
+    def close(self) -> None:
+        self.web.close()

@@ -7,7 +7,11 @@ Output folder:
   task file changed (its sha256 is in the card);
 - ``answers.jsonl``: the scorer's predictions (``{"task_id", "answer"}``), one line per
   episode, appended as episodes end, so an interrupted run resumes where it stopped;
-- ``trajectories.jsonl``: per episode, how it ended, tool calls, every step and diagnostics;
+- ``trajectories.jsonl``: per episode, how it ended (``ended_by``: answer, budget: wall,
+  budget: stall, budget: tool calls, agent error) and which answer was scored
+  (``answer_from``: final, submitted, none), tool calls, the rank of the task's site in the
+  first search, every step (``match``: exact, rule, rendered, miss, error) and the appendix G
+  diagnostics;
 - ``scores.json``: the scorer's report over all tasks;
 - ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs);
 - ``complete.json``: written last, the sha256 of the results; absent while the run is going.
@@ -28,10 +32,13 @@ from sgrgym.hashing import sha256_file
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv
+from sgrgym.sgr.env import Budget, SgrEnv
+from sgrgym.sgr.prompt import PROMPT_TEMPLATE, template_sha256
+from sgrgym.sgr.render import RenderedSite
 from sgrgym.sgr.score import ScoreReport, load_predictions, score_answer, score_tasks
 from sgrgym.sgr.sites.reference import reference_of
 from sgrgym.sgr.tasks import ScoringTask
+from sgrgym.sgr.watchdog import run_episode
 
 Progress = Callable[[int, int, str], None]
 
@@ -50,6 +57,9 @@ class RunCard(BaseModel):
     current_date: str
     task_files: dict[str, str]  # path -> sha256
     sgrgym_version: str = __version__
+    prompt_template: str = PROMPT_TEMPLATE
+    prompt_sha256: str = ""
+    rendered_sites: dict[str, RenderedSite] = {}  # site -> app version, data file sha256s
 
 
 def run_card(
@@ -63,6 +73,8 @@ def run_card(
         budget=env.budget,
         current_date=env.current_date,
         task_files={str(p): sha256_file(p)[0] for p in task_files},
+        prompt_sha256=template_sha256(),
+        rendered_sites=env.renderer.card() if env.renderer else {},
     )
 
 
@@ -87,21 +99,24 @@ def run_tasks(
         for number, task in enumerate(tasks, start=1):
             if task.task_id in done:
                 continue
-            obs = env.reset(task)
-            try:
-                episode = env.finish(agent.act(env, obs))
-            except BudgetExceeded as exc:
-                episode = env.finish(None, str(exc))
             reference = reference_of(task)
             model = env.sites.get(reference.site) if reference else None
+            obs = env.reset(task, model.host if model else "")
+            episode = run_episode(env, agent, obs)
             score = score_answer(task, episode.answer)
-            diagnostics = diagnose(reference, model, episode.trajectory, score.item_f1)
+            diagnostics = diagnose(
+                task, reference, model, episode.trajectory, score, episode.answer
+            )  # fmt: skip
             folder.append(
                 TRAJECTORIES,
                 {
                     "task_id": task.task_id,
                     "ended_by": episode.ended_by,
+                    "answer_from": episode.answer_from,
+                    "error": episode.error,
                     "tool_calls": episode.tool_calls,
+                    "submitted_answers": episode.submitted_answers,
+                    "target_site_rank": episode.target_site_rank,
                     "steps": [asdict(step) for step in episode.trajectory],
                     "diagnostics": diagnostics.model_dump(),
                 },

@@ -25,21 +25,56 @@ from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
 
 FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
 
-# name -> module holding ``make_app() -> SiteApp``
+# name -> module holding ``make_app() -> SiteApp`` (or ``module:factory`` for another name)
 SITES: dict[str, str] = {
     "elements": "sgrgym.sgr.sites.elements",
     "cwe": "sgrgym.sgr.sites.cwe",
     "places": "sgrgym.sgr.sites.places",
+    # Sites that are not task targets: pages with overlapping vocabulary for web search.
+    "chem-notes": "sgrgym.sgr.sites.distractors:chem_notes",
+    "secure-digest": "sgrgym.sgr.sites.distractors:secure_digest",
+    "atlas-trivia": "sgrgym.sgr.sites.distractors:atlas_trivia",
+    "study-forum": "sgrgym.sgr.sites.distractors:study_forum",
 }
+HTML = "text/html; charset=utf-8"
+NOT_FOUND_TEXT = (
+    "There is no page at this address. Use the links above to go back to the site's pages."
+)
 
 
-__all__ = ["SITES", "NotFound", "SiteApp", "load_site", "package_file", "package_source"]
+__all__ = [
+    "SITES", "NotFound", "SiteApp", "load_site", "package_file", "package_source",
+]  # fmt: skip
 
 
 class SiteApp(abc.ABC):
     """A replica site: its model, its pages, and the states a pack should hold."""
 
     model: SiteModel
+
+    def data_files(self) -> list[Path]:
+        """The data files the app reads (their sha256 goes into run cards)."""
+        return []
+
+    def respond(self, url: str) -> tuple[int, str, bytes]:
+        """(status, content type, body) for a GET of ``url``, as the site's server answers.
+
+        A state with nothing to show, or an unknown page, gets the site's one 404 page (the
+        same for every such address); a parameter or value the site does not offer, or an
+        impossible combination, gets its validation page (400) saying what was wrong.
+        """
+        try:
+            return 200, HTML, self.render(self.model.parse_url(url))
+        except NotFound:
+            return 404, HTML, self.error_page("Page not found", NOT_FOUND_TEXT)
+        except SiteError as exc:
+            return 400, HTML, self.error_page("No results for this selection", str(exc))
+
+    def error_page(self, title: str, text: str) -> bytes:
+        """A page in the site's own template with a title and one line of text."""
+        from sgrgym.sgr.sites.page import render_page
+
+        return render_page(self.model, self.model.default_state(), title, text)
 
     @abc.abstractmethod
     def pages(self) -> Mapping[str, Callable[[State], bytes]]:
@@ -76,13 +111,7 @@ class SiteApp(abc.ABC):
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
                 url = f"{app.model.base}{parts.path}" + (f"?{parts.query}" if parts.query else "")
-                try:
-                    body = app.render(app.model.parse_url(url))
-                    status, ctype = 200, "text/html; charset=utf-8"
-                except NotFound as exc:
-                    body, status, ctype = f"{exc}\n".encode(), 404, "text/plain; charset=utf-8"
-                except SiteError as exc:
-                    body, status, ctype = f"{exc}\n".encode(), 400, "text/plain; charset=utf-8"
+                status, ctype, body = app.respond(url)
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(body)))
@@ -116,9 +145,10 @@ def package_source(package: str) -> str:
 
 def load_site(name: str) -> SiteApp:
     """The replica site ``name`` with its data loaded (clear error if a package is missing)."""
-    module_name = SITES.get(name)
-    if module_name is None:
+    spec = SITES.get(name)
+    if spec is None:
         raise UserError(f"no replica site {name!r}; sites: {', '.join(sorted(SITES))}")
+    module_name, _, factory = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
@@ -126,5 +156,5 @@ def load_site(name: str) -> SiteApp:
             f"site {name} needs the package {exc.name!r}: pip install -c constraints.txt "
             '-e ".[sites]"'
         ) from None
-    app: SiteApp = module.make_app()
+    app: SiteApp = getattr(module, factory or "make_app")()
     return app

@@ -38,6 +38,7 @@ from sgrgym.sgr.sites.page import (
     pager,
     paginate,
     render_page,
+    render_text_page,
     sort_rows,
 )
 
@@ -311,6 +312,7 @@ def build_model(catalog: Catalog) -> SiteModel:
             controls=("node", *listed),
             tables=("results", "entry", "parents", "categories"),
         ),
+        Route(path="/about", title="About"),
     )
     return SiteModel(
         name="cwe",
@@ -321,6 +323,7 @@ def build_model(catalog: Catalog) -> SiteModel:
         controls=controls,
         source=f"{package_source(PACKAGE)} (CWE {catalog.version}, {catalog.date})",
         licence="cwe2: MIT; CWE content: CWE Terms of Use (The MITRE Corporation)",
+        indexable=("/about",),
     )
 
 
@@ -474,7 +477,28 @@ class CweApp(SiteApp):
             "/views": self._views,
             "/categories": self._categories,
             "/hierarchy": self._hierarchy,
+            "/about": self._about,
         }
+
+    def data_files(self) -> list[Path]:
+        return [catalog_file()]
+
+    def _about(self, state: State) -> bytes:
+        return render_text_page(
+            self.model, state, "About this catalogue",
+            [
+                "A browsable copy of the Common Weakness Enumeration: software and hardware "
+                "weakness types, the categories that group them and the views that arrange "
+                "them, read from the catalogue file shipped with the cwe2 package.",
+                "The weakness list can be narrowed by status, abstraction level, likelihood of "
+                "exploit, applicable language and a span of submission years, and ordered by "
+                "identifier, name or submission date. Views list their members; categories "
+                "and the research hierarchy show parents and children of each entry.",
+                "Each list shows a fixed number of rows a page, and the address of a page "
+                "carries its settings.",
+                f"Data: {self.model.source}. Licence: {self.model.licence}.",
+            ],
+        )  # fmt: skip
 
     def _overview(self, state: State) -> bytes:
         """The start page: entry totals and weakness counts per facet value."""
@@ -786,6 +810,7 @@ class CweApp(SiteApp):
         out += self._view_states()
         out += self._category_states()
         out += self._hierarchy_states()
+        out += self.model.indexable_states()
         return list(dict.fromkeys(out))
 
     def _pages(self, state: State, count: int) -> list[State]:

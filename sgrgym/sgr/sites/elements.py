@@ -39,6 +39,7 @@ from sgrgym.sgr.sites.page import (
     pager,
     paginate,
     render_page,
+    render_text_page,
     sort_rows,
 )
 
@@ -374,6 +375,7 @@ def build_model(data: Data) -> SiteModel:
         Route(path="/isotopes", title="Isotopes",
               controls=("element", "isotope_kind", "discovered", "isotope_sort", "page"),
               tables=("results",)),
+        Route(path="/about", title="About"),
     )  # fmt: skip
     return SiteModel(
         name="elements",
@@ -384,6 +386,7 @@ def build_model(data: Data) -> SiteModel:
         controls=controls,
         source=f"{PACKAGE} {data.version}",  # the version read with the data
         licence=LICENCE,
+        indexable=("/about",),
     )
 
 
@@ -460,7 +463,31 @@ class ElementsApp(SiteApp):
             "/": self._browser,
             "/elements": self._element_list,
             "/isotopes": self._isotope_list,
+            "/about": self._about,
         }
+
+    def data_files(self) -> list[Path]:
+        return [database_path()]
+
+    def _about(self, state: State) -> bytes:
+        return render_text_page(
+            self.model, state, "About this portal",
+            [
+                f"This portal lists the {len(self.data.elements)} chemical elements and "
+                f"{len(self.data.isotopes)} of their isotopes as recorded in the database of "
+                "the mendeleev package; no value here is typed in by hand.",
+                "The periodic browser walks from a block to its periods and on to single "
+                "elements, each with a short summary. The element list can be narrowed by "
+                "group, series, block and period, and ordered by atomic number, name, symbol, "
+                "atomic weight or year of discovery.",
+                "The isotope list covers every element or just one, can be limited to stable, "
+                "radioactive or naturally occurring isotopes and to a span of discovery years, "
+                "and can be ordered by mass number, discovery year, half-life or abundance.",
+                "Lists show twenty rows a page. The settings of a list are part of its address, "
+                "so a filtered and sorted list can be bookmarked and shared.",
+                f"Data: {self.model.source} ({self.model.licence} licence).",
+            ],
+        )  # fmt: skip
 
     def _browser(self, state: State) -> bytes:
         node = state.get("node")
@@ -751,6 +778,7 @@ class ElementsApp(SiteApp):
             yield model.state("/isotopes", {"kind": kind})
         for element in self.data.elements:
             yield model.state("/isotopes", {"element": element.symbol})
+        yield model.state("/about")
 
 
 def make_app() -> ElementsApp:

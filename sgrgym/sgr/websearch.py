@@ -1,0 +1,150 @@
+"""The agent's ``search`` tool: a model of a web search engine over a pack's sites.
+
+A search engine finds sites, not the answers behind their controls (SGR-Bench section 3.2.2,
+shortcut resistance). So the index holds only pages a crawler would find without operating a
+site: each modelled site's start page and the routes its model declares ``indexable`` (about
+and help pages, articles), each in its default state; a state with any non-default control is
+never indexed. Hosts of the pack without a site model contribute their archived root page.
+The pack's distractor sites (text sites sharing the task sites' vocabulary) are modelled sites
+like any other, so they are indexed the same way and compete in the ranking.
+
+Ranking is DuckDB full-text search (BM25, English stemmer and stop words) over title and text,
+in its own in-memory table, ties broken by URL: the same query always gives the same list.
+The archive's own full-text search over every archived page (``sgrgym snapshot search``) is a
+different tool for researchers, not the agent's.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from sgrgym.sgr.archive.index import connect
+from sgrgym.sgr.archive.search import SearchHit, snippet
+from sgrgym.sgr.archive.text import body_to_text, html_title
+from sgrgym.sgr.simulator import Simulator
+from sgrgym.sgr.sites.page import extract_tables
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass(frozen=True)
+class WebDocument:
+    url: str
+    title: str
+    text: str
+
+
+def web_documents(sim: Simulator) -> list[WebDocument]:
+    """The pages the search engine indexes (see the module docstring), in URL order."""
+    docs: dict[str, WebDocument] = {}
+    modelled = {model.host for model in sim.sites.values()}
+    urls = [
+        (model.url(state), model.name)
+        for model in sim.sites.values()
+        for state in model.indexable_states()
+    ]
+    for url in sim.snapshot.urls():
+        parts = urlsplit(url)
+        if parts.netloc.lower() not in modelled and parts.path in ("", "/") and not parts.query:
+            urls.append((url, ""))
+    for url, site in urls:
+        page = sim.serve(url, site)
+        if page.status != 200 or "html" not in page.content_type:
+            continue
+        text = body_to_text(page.body, page.content_type)
+        docs[url] = WebDocument(url, html_title(page.body), text)
+    return [docs[url] for url in sorted(docs)]
+
+
+class WebSearch:
+    """A BM25 index over :func:`web_documents`; one instance serves many threads."""
+
+    def __init__(self, documents: list[WebDocument]) -> None:
+        self.documents = documents
+        self._lock = threading.Lock()
+        self._con = connect(Path(":memory:"), read_only=False)
+        self._con.execute("CREATE TABLE docs (url VARCHAR, title VARCHAR, text VARCHAR)")
+        self._con.executemany(
+            "INSERT INTO docs VALUES (?, ?, ?)", [(d.url, d.title, d.text) for d in documents]
+        )
+        self._con.execute(
+            "PRAGMA create_fts_index('docs', 'url', 'title', 'text', "
+            "stemmer = 'porter', stopwords = 'english', overwrite = 1)"
+        )
+
+    @classmethod
+    def for_simulator(cls, sim: Simulator) -> WebSearch:
+        return cls(web_documents(sim))
+
+    def search(self, query: str, limit: int = 10) -> list[SearchHit]:
+        """Ranked pages for ``query``: BM25 score descending, then URL."""
+        if not _WORD.search(query) or limit < 1:
+            return []
+        with self._lock:
+            rows = self._con.execute(
+                "SELECT url, title, text, score FROM ("
+                "  SELECT *, fts_main_docs.match_bm25(url, ?) AS score FROM docs"
+                ") WHERE score IS NOT NULL ORDER BY score DESC, url LIMIT ?",
+                [query, limit],
+            ).fetchall()
+        return [
+            SearchHit(rank, url, title, round(float(score), 6), snippet(text, query))
+            for rank, (url, title, text, score) in enumerate(rows, start=1)
+        ]
+
+    def close(self) -> None:
+        self._con.close()
+
+
+def first_rank(hits: list[SearchHit], host: str) -> int | None:
+    """The rank of the first hit on ``host`` (None when none of the hits is on it)."""
+    return next((h.rank for h in hits if urlsplit(h.url).netloc.lower() == host), None)
+
+
+_SENTENCE = re.compile(r"(?<=[.?!;:])\s+")
+
+
+def queries_of(instruction: str) -> list[str]:
+    """The instruction, then each of its sentences (what an agent would paste into search)."""
+    sentences = [s.strip() for s in _SENTENCE.split(instruction) if _WORD.search(s)]
+    return list(dict.fromkeys([instruction, *sentences]))
+
+
+def rows_held(body: bytes, gold_rows: Sequence[Sequence[str]]) -> int:
+    """How many of ``gold_rows`` a page shows: a table row whose cells include all of a
+    reference row's non-empty values."""
+    cells = [set(row.values()) for rows in extract_tables(body).values() for row in rows]
+    return sum(1 for gold in gold_rows if any({v for v in gold if v} <= shown for shown in cells))
+
+
+@dataclass(frozen=True)
+class Findability:
+    """One task's search check: where its site ranks, and answer rows in the top results."""
+
+    task_id: str
+    target_rank: int | None  # rank of the first hit on the task's site, instruction as query
+    answer_rows_in_top: int  # reference rows shown by pages in the top ``depth``, any query
+    leaking_urls: tuple[str, ...]
+
+
+def findability(
+    web: WebSearch, sim: Simulator, task_id: str, instruction: str, host: str,
+    gold_rows: Sequence[Sequence[str]], depth: int = 50,
+) -> Findability:  # fmt: skip
+    """Search ``instruction`` and each sentence; count reference rows in the top ``depth``."""
+    rank = first_rank(web.search(instruction, depth), host)
+    leaks: dict[str, int] = {}
+    for query in queries_of(instruction):
+        for hit in web.search(query, depth):
+            if hit.url not in leaks:
+                model = sim.site_of_url(hit.url)
+                page = sim.serve(hit.url, model.name if model else "")
+                html = "html" in page.content_type
+                leaks[hit.url] = rows_held(page.body, gold_rows) if html else 0
+    leaking = tuple(sorted(url for url, n in leaks.items() if n))
+    return Findability(task_id, rank, sum(leaks.values()), leaking)
