@@ -187,9 +187,14 @@ def test_two_processes_on_one_out_the_second_is_refused(tmp_path: Path) -> None:
     first = _sgrgym(*argv, str(out))
     while first.poll() is None and not (out / "answers.jsonl").is_file():
         time.sleep(0.01)
-    assert first.poll() is None, "the first run ended before the second started"
-    second = _sgrgym(*argv, str(out))
-    _, err = second.communicate()
+    first.send_signal(signal.SIGSTOP)  # frozen mid-run, holding the folder's lock
+    try:
+        assert first.poll() is None, "the first run ended before it could be paused"
+        assert not (out / COMPLETE).exists()
+        second = _sgrgym(*argv, str(out))
+        _, err = second.communicate()
+    finally:
+        first.send_signal(signal.SIGCONT)
     assert second.returncode == 2
     assert b"another sgrgym process is writing" in err and str(out).encode() in err
     assert b"Traceback" not in err
