@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from sgrgym.sgr.canon import clean_text
@@ -123,8 +124,14 @@ def _trim(row: Sequence[str | None], width: int) -> Row:
     return tuple(cells)
 
 
+@lru_cache(maxsize=65536)
 def _header_name(cell: str) -> str:
     return _NAME_SPACE.sub(" ", clean_text(cell).casefold()).strip()
+
+
+@lru_cache(maxsize=4096)
+def _schema_names(columns: tuple[str, ...]) -> dict[str, int]:
+    return {_header_name(c): i for i, c in enumerate(columns)}
 
 
 def header_map(
@@ -135,26 +142,50 @@ def header_map(
     A header names schema columns (case, spaces, ``_`` and ``-`` ignored), each at most once,
     in any order. It either names every schema column (other cells are extra columns) or
     names only schema columns (the columns it leaves out are missing from every row).
+    A line that echoes the format in prose (``Format: name|count|tag, one per line``) is a
+    header too: every cell holds one schema column name as a word, each column once.
     """
-    names = {_header_name(c): i for i, c in enumerate(columns)}
-    mapping: list[int | None] = []
-    for cell in cells:
-        if cell is None:
-            return None
-        mapping.append(names.get(_header_name(cell)))
-    found = [m for m in mapping if m is not None]
-    if len(set(found)) != len(found) or not found:
+    names = _schema_names(tuple(columns))
+    width = len(columns)
+    if any(c is None for c in cells):
         return None
-    if len(found) == len(columns) or (
-        len(found) == len(mapping) and len(found) >= min(2, len(columns))
-    ):
-        return tuple(mapping)
-    return None
+    texts = [_header_name(c) for c in cells[:1]]  # most rows are data: decide on cell 0 first
+    first = names.get(texts[0]) if texts else None
+    if first is not None or len(cells) > width:
+        mapping = [first] + [names.get(_header_name(c or "")) for c in cells[1:]]
+        found = [m for m in mapping if m is not None]
+        distinct = bool(found) and len(set(found)) == len(found)
+        covers = len(found) == width
+        only_names = len(found) == len(mapping) and len(found) >= min(2, width)
+        if distinct and (covers or only_names):
+            return tuple(mapping)
+    if width < 2 or len(cells) != width:
+        return None
+    echoed: list[int | None] = []
+    for cell in cells:
+        index = _named_in(_header_name(cell or ""), names)
+        if index is None or index in echoed:
+            return None
+        echoed.append(index)
+    return tuple(echoed)
+
+
+def _named_in(cell: str, names: dict[str, int]) -> int | None:
+    """The one schema column named as a word inside ``cell``, else ``None``."""
+    hits = {
+        i
+        for name, i in names.items()
+        if name in cell and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", cell)
+    }
+    return hits.pop() if len(hits) == 1 else None
 
 
 def _is_header(cells: Sequence[str | None], columns: Sequence[str]) -> bool:
     """A header row equal to the schema, in schema order."""
-    return header_map(cells, columns) == tuple(range(len(columns))) and len(cells) == len(columns)
+    if len(cells) != len(columns):
+        return False
+    names = _schema_names(tuple(columns))
+    return all(c is not None and names.get(_header_name(c)) == i for i, c in enumerate(cells))
 
 
 def _remap(cells: Sequence[str | None], mapping: Sequence[int | None], width: int) -> Row:
