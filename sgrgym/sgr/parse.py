@@ -28,6 +28,7 @@ _FENCE_LINE = re.compile(r"^[ \t]*(`{3,}|~{3,}).*$", re.M)
 _RULE_CELL = {True: re.compile(r"^:?-+:?$"), False: re.compile(r"^:?-{3,}:?$")}
 _JSON_CONTAINERS = ("rows", "answer", "data", "table", "results", "records")
 _PAD = " \t"
+_PLACEHOLDERS = frozenset({"", "...", "\u2026", "etc", "etc."})
 _NAME_SPACE = re.compile(r"[\s_-]+")
 MULTIPLE_TABLES = "multiple_tables"
 
@@ -152,13 +153,24 @@ def header_map(
     texts = [_header_name(c) for c in cells[:1]]  # most rows are data: decide on cell 0 first
     first = names.get(texts[0]) if texts else None
     if first is not None or len(cells) > width:
-        mapping = [first] + [names.get(_header_name(c or "")) for c in cells[1:]]
+        labels = [_header_name(c or "") for c in cells]
+        mapping = [first] + [names.get(t) for t in labels[1:]]
         found = [m for m in mapping if m is not None]
         distinct = bool(found) and len(set(found)) == len(found)
         covers = len(found) == width
-        only_names = len(found) == len(mapping) and len(found) >= min(2, width)
-        if distinct and (covers or only_names):
+        # Every cell a column name, or a placeholder ("...", empty) standing for the rest.
+        named = sum(
+            m is not None or t in _PLACEHOLDERS for m, t in zip(mapping, labels, strict=True)
+        )
+        only_names = named == len(mapping) and len(found) >= min(2, width)
+        if distinct and covers:
             return tuple(mapping)
+        if distinct and only_names:
+            if len(found) == len(mapping):
+                return tuple(mapping)
+            # An echo with placeholders ("name|count|..."): the schema in its own order.
+            in_place = all(m is None or m == j for j, m in enumerate(mapping))
+            return tuple(range(width)) if in_place and len(cells) == width else None
     if width < 2 or len(cells) != width:
         return None
     echoed: list[int | None] = []
@@ -293,6 +305,8 @@ def _pipe_cells(lines: list[str], sep: str, record_sep: str, width: int) -> list
             stripped = stripped[1:-1]
             if stripped.endswith("\\"):  # "\|" at the end was an escaped pipe, keep it
                 stripped += "|"
+        elif sep == "|" and stripped.startswith("|"):
+            stripped = stripped[1:]  # a Markdown row without its closing pipe (or cut short)
         cells = split_fields(stripped, sep)
         if len(cells) > width and record_sep != "\n" and record_sep in stripped:
             records = split_records(stripped, sep, record_sep, width)
@@ -359,6 +373,8 @@ def _block_tables(
         return [_Table(json_rows)], "json"
     lines = [line for line in body.split("\n") if line.strip()]
     markdown = [line for line in lines if _is_markdown_row(line.strip())]
+    if markdown:  # rows of the table(s) that lost their closing pipe belong to it too
+        markdown = [line for line in lines if line.strip().startswith("|")]
     sep_lines = [line for line in lines if field_sep in line]
     if markdown:
         raw = _pipe_cells(markdown, "|", record_sep, width)
