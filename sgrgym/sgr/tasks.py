@@ -56,7 +56,7 @@ from pydantic import (
 from sgrgym.errors import TaskFileError, UserError
 from sgrgym.sgr.canon import FieldCanon
 from sgrgym.sgr.default_canon import DefaultCanon, column_canons
-from sgrgym.sgr.parse import _is_header, header_map, is_none_answer, split_records
+from sgrgym.sgr.parse import _is_header, is_none_answer, split_records
 from sgrgym.sgr.rubric import FieldRule, Rubric
 
 Canon = FieldCanon | DefaultCanon
@@ -326,9 +326,8 @@ def _reference_rows(task: SgrTask, columns: tuple[str, ...]) -> list[list[str]]:
     if is_none_answer(task.oracle_answer):
         return []
     records = split_records(task.oracle_answer, rubric.field_sep, rubric.record_sep, len(columns))
-    if records is None and header_map(
-        task.oracle_answer.strip().split(rubric.record_sep)[0].split(rubric.field_sep), columns
-    ):
+    first = task.oracle_answer.strip().split(rubric.record_sep)[0]
+    if records is None and _is_header([c.strip() for c in first.split(rubric.field_sep)], columns):
         # A header row whose own record separator does not fit the width trick: split the
         # rest on its own.
         _, _, rest = task.oracle_answer.strip().partition(rubric.record_sep)
