@@ -1,5 +1,10 @@
 """Turn answer text into rows of raw field values.
 
+SGR-Bench section 3.4: after canonicalization, prediction and reference "are parsed into
+structured rows and fields according to the task schema"; appendix A then aligns the rows.
+This module is that parse: it decides what is a row (a line that fits the schema), which
+column each cell belongs to (a header naming the columns), and which table is the answer.
+
 Reference answers (``oracle_answer``) are one string in the task's declared format: fields
 joined by the field separator, records by the record separator, no header. Predictions are
 whatever an agent wrote; the formats read are listed in :func:`parse_prediction`.

@@ -17,10 +17,10 @@ and P.O.A. (:mod:`sgrgym.sgr.metrics`). Edge cases:
 - a field with ``comparison: numeric_tolerance`` matches within its tolerance; every other
   field matches when the canonical values are equal.
 
-Aggregates (section 4.1, table 2, table 3, figure 3, appendix K): mean Item-F1 / Row-F1 /
-P.O.A. per variant (CG, GO), per domain, per source family (:mod:`sgrgym.sgr.families`) and
-per reference-cardinality bin; Overall = mean Item-F1 over all task variants (table 2), with
-the overall Row-F1 and P.O.A. beside it (table 3).
+Aggregates (section 4.1 and table 2, appendix E table 3, figure 3, appendix K): mean
+Item-F1 / Row-F1 / P.O.A. per variant (CG, GO), per domain, per source family
+(:mod:`sgrgym.sgr.families`) and per reference-cardinality bin; Overall = mean Item-F1 over
+all task variants (table 2), with the overall Row-F1 and P.O.A. beside it (table 3).
 """
 
 from __future__ import annotations
