@@ -251,3 +251,42 @@ def test_dedup_key_reads_the_key_statement(
     assert (task.key_names, task.key_rule) == (key, "normalization.dedup_key")
     if statement is not None:
         assert task.key_statement == statement
+
+
+def test_newer_export_examples_load_and_score(tmp_path: Path) -> None:
+    from sgrgym.sgr.families import load_families
+    from sgrgym.sgr.score import load_predictions, score_tasks
+
+    newer = EXAMPLES / "newer"
+    tasks = load_tasks([newer / "constraint.jsonl", newer / "goal.jsonl"])
+    by_id = {t.task_id: t for t in tasks}
+    assert by_id["taxa_001"].gold_rows[0] == ("Examplia borealis", "1890", "EX 1946.1.2")
+    assert by_id["taxa_001"].task.model_extra == {"export_version": "2"}
+    assert by_id["stats_001"].key_names == ["region", "year"]
+    assert by_id["stats_001"].warnings[0].startswith("oracle_output_cardinality says 4 rows")
+    report = score_tasks(
+        tasks,
+        load_predictions(newer / "predictions.jsonl"),
+        load_families(newer / "families.json"),
+    )
+    scores = {t.task_id: (t.item_f1, t.row_f1, t.poa) for t in report.tasks}
+    # Reordered header; draft then final table; preamble + number/case/unit formatting.
+    assert scores["taxa_001"] == scores["taxa_001-g"] == scores["stats_001"] == (1.0, 1.0, 1.0)
+    assert scores["stats_001-g"] == (0.0, 0.0, 0.0)
+    assert report.multiple_tables == ["taxa_001-g"] and report.parse_failures == ["stats_001-g"]
+    assert list(report.by_family) == ["life-science resources", "official statistics"]
+
+
+def test_a_predictions_file_passed_as_tasks_is_named(tmp_path: Path) -> None:
+    path = write_jsonl(tmp_path / "p.jsonl", [{"task_id": "a_001", "answer": "x"}])
+    with pytest.raises(TaskFileError, match="this is a predictions line"):
+        load_tasks([path])
+
+
+def test_dedup_key_list_naming_unknown_columns_is_an_error(tmp_path: Path) -> None:
+    record = task_record(typed=False)
+    record["rubric"]["normalization"]["dedup_key"] = ["name", "colour"]
+    with pytest.raises(TaskFileError, match=r"dedup_key names columns \['colour'\]"):
+        load_one(tmp_path, record)
+    record["rubric"]["normalization"]["dedup_key"] = ["Tag"]
+    assert load_one(tmp_path, record).key_names == ["tag"]

@@ -241,11 +241,17 @@ def dedup_key_columns(text: str | list[str], columns: Sequence[str]) -> tuple[li
     "one row per", ...) that lists any; else the column names the text starts with (a text
     that is just ``symbol`` or ``cwe_id + year``); else the columns named in the first
     clause (up to ``;``, ``.`` or a line break) that names any. Returns ``([], "")`` when
-    the text names no column.
+    the text names no column. A list naming a column not in the schema raises ``ValueError``.
     """
     folded = [c.casefold() for c in columns]
     if isinstance(text, list):
-        picked = [folded.index(t.casefold()) for t in text if t.casefold() in folded]
+        unknown = [t for t in text if t.casefold() not in folded]
+        if unknown:
+            raise ValueError(
+                f"normalization.dedup_key names columns {unknown} not in the schema "
+                f"{list(columns)}"
+            )
+        picked = [folded.index(t.casefold()) for t in text]
         return list(dict.fromkeys(picked)), ", ".join(text)
     patterns = _column_patterns(columns)
     for trigger in _KEY_TRIGGER.finditer(text):
@@ -481,6 +487,12 @@ def load_tasks(
                 continue
             if not isinstance(record, dict):
                 problems.append(f"{prefix}: a task record must be a JSON object")
+                continue
+            if "answer" in record and set(record) <= {"task_id", "answer"}:
+                problems.append(
+                    f"{prefix}: this is a predictions line (task_id, answer), not a task; "
+                    "pass predictions with --predictions"
+                )
                 continue
             try:
                 task = SgrTask.model_validate(record)
