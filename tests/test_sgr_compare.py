@@ -148,3 +148,31 @@ def test_tasks_lists_warnings_key_statement_and_canonicalization(
     (listing,) = json.loads(out)
     assert listing["row_key"] == ["tag"] and listing["canonicalization"] == "strict"
     assert listing["column_kinds"] == {"name": "strict", "count": "strict", "tag": "strict"}
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.skipif(
+    not any((ROOT / "snapshots" / "demo" / "warc").glob("*")),
+    reason="the demo pack is not built (sgrgym sgr build-packs)",
+)
+def test_compare_reads_real_run_folders(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # run.json records the task files relative to where runs start
+    for agent in ("oracle", "default"):
+        code, _, err = run(
+            capsys, "sgr", "run", "--agent", agent, "--out", str(tmp_path / agent), "--quiet"
+        )
+        assert code == 0, err
+    runs = [str(tmp_path / "oracle"), str(tmp_path / "default")]
+    code, out, _ = run(capsys, "sgr", "compare", *runs, "--json")
+    assert code == 0
+    oracle, default = json.loads(out)["systems"]
+    assert (oracle["system"], oracle["agent"]) == ("oracle", "oracle")
+    assert oracle["report"]["overall"] == {"item_f1": 1.0, "row_f1": 1.0, "poa": 1.0, "n": 24}
+    assert default["report"]["overall"]["item_f1"] < 0.2
+    # Re-scoring gives what the run itself wrote to scores.json.
+    written = json.loads((tmp_path / "default" / "scores.json").read_text())
+    assert written["overall"] == default["report"]["overall"]

@@ -32,6 +32,9 @@ def cmd_sgr_score(args: argparse.Namespace) -> int:
         write_json(report.model_dump_json(), None)
     else:
         print(render_report(report, Path(args.predictions).name, per_task=args.per_task))
+        warned = sum(len(t.warnings) for t in tasks)
+        if warned:
+            print(f"Task file warnings ({warned}): listed by sgrgym sgr tasks")
     return 0
 
 
