@@ -77,3 +77,10 @@ def test_columns_whose_defaults_would_merge_references_are_strict() -> None:
     # "3.1" and "3.10" are one number: as a decimal column they would merge, so strict.
     assert column_canons(["x"], [["3.1"], ["3.10"]])[0].kind is ColumnKind.strict
     assert all(c.kind is ColumnKind.strict for c in column_canons(["a"], [["x"]], strict=True))
+
+
+def test_a_note_asking_for_exact_comparison_keeps_the_column_strict() -> None:
+    notes = {"symbol": "case-sensitive chemical symbol", "name": "English name"}
+    chosen = column_canons(["symbol", "name"], [["He", "Helium"]], notes=notes)
+    assert [c.kind for c in chosen] == [ColumnKind.strict, ColumnKind.text]
+    assert chosen[0].note is not None and "case-sensitive chemical symbol" in chosen[0].note

@@ -148,7 +148,7 @@ def test_default_canonicalization_never_merges_distinct_values(tmp_path: Path) -
     # "Co" (cobalt) and "CO" (carbon monoxide) would be equal without case: that column is
     # compared strictly, and the loader says so.
     assert task.column_kinds[0] == "strict"
-    assert any("'Co' and 'CO'" in w for w in task.warnings)
+    assert any("'Co' and 'CO'" in n for n in task.notes)
     assert task.key_names == ["formula"]
     # Row Co: "co" does not align. Row CO: mass right, "5 m" is not "5 km" (a different unit
     # is not formatting). C_item = 2, N_pred = 6 -> 4/12.

@@ -58,6 +58,7 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
                 "canonicalization": t.canonicalization,
                 "column_kinds": dict(zip(t.columns, t.column_kinds, strict=True)),
                 "warnings": list(t.warnings),
+                "notes": list(t.notes),
             }
             for t in tasks
         ]
@@ -84,6 +85,9 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     print(f"\n{len(tasks)} task variants ({cg} CG, {len(tasks) - cg} GO), {verdict}.")
     for task, warning in warned:
         print(f"  warning: {task.source}:{task.line}: task {task.task_id}: {warning}")
+    for task in tasks:
+        for note in task.notes:
+            print(f"  note: task {task.task_id}: {note}")
     return 0
 
 

@@ -28,14 +28,15 @@ gets the ``text`` canonical form, so it only equals a reference value written th
 
 Distinct entities are never merged: when the default form of a column would make two
 different reference values equal (``Co`` and ``CO``), that column is compared strictly
-(text rules only) and the reason is reported. ``--strict`` turns the defaults off for every
-column.
+(text rules only) and the reason is reported. A column whose legacy note
+(``normalization.<column>``) asks for case-sensitive, exact or verbatim comparison is
+compared strictly too. ``--strict`` turns the defaults off for every column.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -210,14 +211,29 @@ def infer_kind(column: str, values: Sequence[str]) -> tuple[ColumnKind, str | No
     return ColumnKind.text, None
 
 
+_STRICT_NOTE = re.compile(r"case[- ]?sensitive|\bexact(?:ly)?\b|\bverbatim\b|\bas written\b", re.I)
+
+
 def column_canons(
-    columns: Sequence[str], gold_rows: Sequence[Sequence[str]], strict: bool = False
+    columns: Sequence[str],
+    gold_rows: Sequence[Sequence[str]],
+    strict: bool = False,
+    notes: Mapping[str, object] | None = None,
 ) -> tuple[ColumnCanon, ...]:
-    """Choose each column's canonicalization; turn it off where it would merge references."""
+    """Choose each column's canonicalization; turn it off where it would merge references.
+
+    ``notes`` are the legacy per-column notes (``normalization.<column>``): a column whose
+    note asks for case-sensitive, exact or verbatim comparison is compared strictly.
+    """
     out = []
     for i, column in enumerate(columns):
         if strict:
             out.append(ColumnCanon(column, ColumnKind.strict))
+            continue
+        note = (notes or {}).get(column)
+        if isinstance(note, str) and _STRICT_NOTE.search(note):
+            reason = f"normalization note {note!r} asks for exact comparison; compared strictly"
+            out.append(ColumnCanon(column, ColumnKind.strict, None, reason))
             continue
         values = [row[i] for row in gold_rows]
         kind, unit = infer_kind(column, values)

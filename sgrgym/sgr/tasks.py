@@ -150,7 +150,8 @@ class ScoringTask:
     canonicalization: str = "typed"  # typed | default | strict
     column_kinds: tuple[str, ...] = ()  # per column: declared type, or the inferred kind
     key_statement: str | None = None  # the dedup_key text the row key was read from
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # slips in the record (e.g. a wrong cardinality)
+    notes: tuple[str, ...] = ()  # columns compared strictly under the default, and why
 
     @property
     def task_id(self) -> str:
@@ -248,8 +249,7 @@ def dedup_key_columns(text: str | list[str], columns: Sequence[str]) -> tuple[li
         unknown = [t for t in text if t.casefold() not in folded]
         if unknown:
             raise ValueError(
-                f"normalization.dedup_key names columns {unknown} not in the schema "
-                f"{list(columns)}"
+                f"normalization.dedup_key names columns {unknown} not in the schema {list(columns)}"
             )
         picked = [folded.index(t.casefold()) for t in text]
         return list(dict.fromkeys(picked)), ", ".join(text)
@@ -365,16 +365,18 @@ def _build(
         )
     gold_rows = tuple(tuple(f.strip(" \t") for f in r) for r in records)
     canons: tuple[Canon, ...]
+    notes: tuple[str, ...] = ()
     if rubric.typed:
         mode = "typed"
         canons = tuple(FieldCanon(rubric.rule_for(c)) for c in columns)
         kinds = tuple(rubric.rule_for(c).type.value for c in columns)
     else:
         mode = "strict" if strict else "default"
-        chosen = column_canons(columns, gold_rows, strict)
+        column_notes = rubric.normalization.model_extra if rubric.normalization else None
+        chosen = column_canons(columns, gold_rows, strict, column_notes)
         canons = tuple(c.canon() for c in chosen)
         kinds = tuple(c.kind.value for c in chosen)
-        warnings.extend(f"column {c.column}: {c.note}" for c in chosen if c.note)
+        notes = tuple(f"column {c.column}: {c.note}" for c in chosen if c.note)
     gold_canon = tuple(tuple(c(v) for c, v in zip(canons, row, strict=True)) for row in gold_rows)
     try:
         key, rule, statement = resolve_row_key(columns, gold_canon, rubric, override)
@@ -382,7 +384,7 @@ def _build(
         raise ValueError(f"row key: {exc}") from None
     return ScoringTask(
         task, source, line, columns, canons, key, rule, gold_rows, gold_canon,
-        mode, kinds, statement, tuple(warnings),
+        mode, kinds, statement, tuple(warnings), notes,
     )  # fmt: skip
 
 
