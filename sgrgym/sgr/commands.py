@@ -321,7 +321,10 @@ def add_commands(areas: Any) -> None:
         "P.O.A. and Overall Item-F1 (table 2), overall Item-F1/Row-F1/P.O.A. (table 3), and "
         "Item-F1 per source family and per cardinality bin.",
     )
-    compare.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR")
+    compare.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN_DIR",
+        help="a folder written by sgr run (run.json, answers.jsonl); one table row each",
+    )  # fmt: skip
     compare.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",
         help="score every run against these task files instead of those in its run.json",
