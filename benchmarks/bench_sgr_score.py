@@ -11,8 +11,10 @@ times, several rounds each, interleaved:
   canonicalization cache carries over.
 
 Prints the median seconds of each and their ratio. Usage:
-``python benchmarks/bench_sgr_score.py [--pairs 1100] [--rounds 7] [--write DIR]``
-(``--write`` also writes the task and prediction files, for timing the CLI as a whole).
+``python benchmarks/bench_sgr_score.py [--pairs 1100] [--rounds 7] [--legacy-share 0.5]
+[--write DIR]`` (``--legacy-share`` writes that share of the tasks with a published legacy
+rubric instead, so the default canonicalization with its per-column kind inference is timed;
+``--write`` also writes the task and prediction files, for timing the CLI as a whole).
 """
 
 from __future__ import annotations
@@ -101,6 +103,18 @@ def make_prediction(rng: random.Random, record: dict[str, Any]) -> str:
     return "Here you go:\n```\n" + "\n".join("\t".join(r) for r in rows) + "\n```"
 
 
+def to_legacy(record: dict[str, Any]) -> dict[str, Any]:
+    """The same task with a published (legacy) rubric: schema, separators, dedup_key text."""
+    rubric = record["rubric"]
+    normalization = {
+        "field_separator": "|",
+        "record_separator": rubric["record_separator"],
+        "schema": rubric["columns"],
+        "dedup_key": f"dedup by {rubric['columns'][0]}; other columns may repeat",
+    }
+    return dict(record, rubric={"normalization": normalization})
+
+
 def naive_scores(records: list[dict[str, Any]], answers: dict[str, str]) -> float:
     total = 0.0
     for record in records:
@@ -116,12 +130,16 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1100)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--legacy-share", type=float, default=0.0, metavar="F",
+                        help="share of tasks written with a legacy rubric (default 0)")  # fmt: skip
     parser.add_argument("--write", type=Path, help="also write tasks.jsonl / predictions.jsonl")
     args = parser.parse_args()
 
     rng = random.Random(args.seed)
     records = [make_record(rng, n) for n in range(args.pairs)]
     answers = {r["task_id"]: make_prediction(rng, r) for r in records}
+    pick = random.Random(args.seed + 1)  # its own stream: the default run is unchanged
+    records = [to_legacy(r) if pick.random() < args.legacy_share else r for r in records]
     if args.write:
         args.write.mkdir(parents=True, exist_ok=True)
         with (args.write / "tasks.jsonl").open("w") as f:
@@ -139,7 +157,9 @@ def main() -> int:
         report = score_tasks(tasks, answers)
         our_times.append(time.perf_counter() - start)
     base, ours = statistics.median(base_times), statistics.median(our_times)
-    print(f"pairs scored:            {len(records)} (overall Item-F1 {report.overall.item_f1:.4f})")
+    modes = ", ".join(f"{k} {v}" for k, v in report.canonicalization.items())
+    print(f"pairs scored:            {len(records)} (overall Item-F1 {report.overall.item_f1:.4f};"
+          f" {modes})")  # fmt: skip
     print(f"baseline (exact lines):  median {base * 1000:8.1f} ms over {args.rounds} rounds")
     print(f"sgrgym score_tasks:      median {ours * 1000:8.1f} ms over {args.rounds} rounds")
     print(f"ratio sgrgym / baseline: {ours / base:.1f}x   (goal: sgrgym <= 1 s for 1,100 pairs)")

@@ -115,10 +115,10 @@ def test_bad_predictions_are_clear_errors(
 
 
 def test_bad_task_file_is_a_clear_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "t.jsonl", [task_record(cardinality=9)])
+    path = write_jsonl(tmp_path / "t.jsonl", [task_record(fields={"tag": {"comparison": "x"}})])
     code, _, err = run(capsys, "sgr", "tasks", "--tasks", str(path))
     assert code == 2
-    assert f"{path}:1: task demo_001: field oracle_output_cardinality" in err
+    assert f"{path}:1: task demo_001: field rubric.fields.tag.comparison" in err
 
 
 def test_tasks_listing(capsys: pytest.CaptureFixture[str]) -> None:

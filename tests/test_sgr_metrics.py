@@ -70,10 +70,22 @@ def test_duplicate_predicted_key_first_occurrence_scored(tmp_path: Path) -> None
 
 
 def test_missing_and_extra_columns(tmp_path: Path) -> None:
-    # Row a lacks a column (counts 3 slots, scores 2); row b has an extra one (4 slots).
-    item, row, _ = scores(tmp_path, "a|1\nb|2|y|extra\nc|3|z")
+    # JSON rows: row a lacks a column (counts 3 slots, scores 2); row b has an extra one
+    # (4 slots, all 3 schema fields right but no Row-F1 credit).
+    answer = (
+        '[{"name": "a", "count": "1"}, {"name": "b", "count": "2", "tag": "y", "note": "n"},'
+        ' {"name": "c", "count": "3", "tag": "z"}]'
+    )
+    item, row, _ = scores(tmp_path, answer)
     assert item == pytest.approx(2 * (2 + 3 + 3) / (9 + 10))
     assert row == pytest.approx(2 * 1 / 6)
+
+
+def test_pipe_lines_that_do_not_fit_the_schema_are_not_rows(tmp_path: Path) -> None:
+    # "a|1" (2 cells) and "b|2|y|extra" (4 cells) do not fit 3 columns: only c is a row.
+    # C_item = 3, N_gold = 9, N_pred = 3 -> 6/12; C_row = 1 -> 2/4.
+    item, row, _ = scores(tmp_path, "a|1\nb|2|y|extra\nc|3|z")
+    assert (item, row) == pytest.approx((0.5, 0.5))
 
 
 def test_poa_needs_two_shared_keys(tmp_path: Path) -> None:

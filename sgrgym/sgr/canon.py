@@ -11,7 +11,13 @@ Every field value, reference or prediction, goes through the same two steps:
 
 Nothing else is matched loosely: no case folding, no edit distance, unless the task declares it.
 A value that does not parse as its declared type keeps its canonical text, so it can only
-equal a reference value that is the same text.
+equal a reference value that is the same text. A field's declared ``comparison`` rule
+(:class:`~sgrgym.sgr.rubric.Comparison`) can replace both steps (``exact``,
+``exact_after_outer_whitespace_trim``), add case folding (``case_insensitive``) or compare
+numbers within a tolerance (``numeric_tolerance``, :meth:`FieldCanon.matches`).
+
+Legacy rubrics, which declare no rules, get the default canonicalization of
+:mod:`sgrgym.sgr.default_canon` instead of step 2.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from datetime import date, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from functools import lru_cache
 
-from sgrgym.sgr.rubric import FieldRule, FieldType
+from sgrgym.sgr.rubric import Comparison, FieldRule, FieldType
 
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _SPACE = re.compile(r"\s+")
@@ -130,13 +136,19 @@ class FieldCanon:
     values repeat heavily across a run.
     """
 
-    __slots__ = ("_aliases", "_cache", "_units", "rule")
+    __slots__ = ("_aliases", "_cache", "_units", "exact_match", "rule")
 
     def __init__(self, rule: FieldRule) -> None:
         self.rule = rule
         aliases: dict[str, str] = {}
+        as_written = rule.comparison in (
+            Comparison.exact,
+            Comparison.exact_after_outer_whitespace_trim,
+        )
         for variant, canonical in rule.aliases.items():
-            key, value = clean_text(variant), clean_text(canonical)
+            key, value = (
+                (variant, canonical) if as_written else (clean_text(variant), clean_text(canonical))
+            )
             if rule.uppercase:
                 key, value = key.upper(), value.upper()
             aliases[key] = value
@@ -147,6 +159,19 @@ class FieldCanon:
         # Longest unit first so that "mg/L" wins over "g".
         self._units = sorted((u for u in units if u[0]), key=lambda u: -len(u[0]))
         self._cache: dict[str, str] = {}
+        # Whether two canonical values match exactly when they are equal (every rule but
+        # numeric_tolerance): the scorer then compares strings and skips :meth:`matches`.
+        self.exact_match = rule.comparison is not Comparison.numeric_tolerance
+
+    def matches(self, pred: str, gold: str) -> bool:
+        """Whether a canonical predicted value counts as the canonical reference value."""
+        if pred == gold or self.exact_match:
+            return pred == gold
+        a, b = _parse_number(pred), _parse_number(gold)
+        if a is None or b is None:
+            return False
+        allowed = max(self.rule.tolerance or 0, (self.rule.relative_tolerance or 0) * abs(b))
+        return abs(a - b) <= allowed
 
     def __call__(self, value: str) -> str:
         cached = self._cache.get(value)
@@ -158,7 +183,18 @@ class FieldCanon:
 
     def _canonical(self, value: str) -> str:
         rule = self.rule
+        if rule.comparison in (Comparison.exact, Comparison.exact_after_outer_whitespace_trim):
+            text = value if rule.comparison is Comparison.exact else value.strip()
+            if rule.uppercase:
+                text = text.upper()
+            return self._aliases.get(text, text)
         text = clean_text(value)
+        if rule.comparison is Comparison.case_insensitive:
+            return self._typed(text).casefold()
+        return self._typed(text)
+
+    def _typed(self, text: str) -> str:
+        rule = self.rule
         if rule.type is FieldType.id_list:
             return self._id_list(text)
         if rule.uppercase:

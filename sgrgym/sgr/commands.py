@@ -16,28 +16,35 @@ def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
     return load_row_keys(args.row_keys) if args.row_keys else None
 
 
-def _load_tasks(files: list[Path], row_keys: dict[str, list[str]] | None = None) -> list[Any]:
+def _load_tasks(
+    files: list[Path], row_keys: dict[str, list[str]] | None = None, strict: bool = False
+) -> list[Any]:
     """Load task files; those under tasks/sgr/ are first checked against their pins."""
     from sgrgym.sgr.task_pins import check_demo_task_files
     from sgrgym.sgr.tasks import load_tasks
 
     check_demo_task_files(files)
-    return load_tasks(files, row_keys)
+    return load_tasks(files, row_keys, strict=strict)
 
 
 def cmd_sgr_score(args: argparse.Namespace) -> int:
+    from sgrgym.sgr.families import load_families
     from sgrgym.sgr.score import load_predictions, score_tasks
     from sgrgym.sgr.score_table import render_report
 
-    tasks = _load_tasks(args.tasks, _row_keys(args))
+    tasks = _load_tasks(args.tasks, _row_keys(args), strict=args.strict)
+    families = load_families(args.families)
     answers = load_predictions(args.predictions)
-    report = score_tasks(tasks, answers)
+    report = score_tasks(tasks, answers, families)
     if args.out is not None:
         write_json(report.model_dump_json(indent=2), args.out)
     if args.json:
         write_json(report.model_dump_json(), None)
     else:
         print(render_report(report, Path(args.predictions).name, per_task=args.per_task))
+        warned = sum(len(t.warnings) for t in tasks)
+        if warned:
+            print(f"Task file warnings ({warned}): listed by sgrgym sgr tasks")
     return 0
 
 
@@ -51,7 +58,7 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
         load_tasks(demo_task_files())
         pins = write_pins(demo_task_files())
         progress(f"pinned {len(pins.files)} demo task files in {DEFAULT_TASKS_DIR}/manifest.json")
-    tasks = _load_tasks(args.tasks, _row_keys(args))
+    tasks = _load_tasks(args.tasks, _row_keys(args), strict=args.strict)
     if args.json:
         records = [
             {
@@ -63,6 +70,11 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
                 "columns": list(t.columns),
                 "row_key": t.key_names,
                 "row_key_rule": t.key_rule,
+                "row_key_statement": t.key_statement,
+                "canonicalization": t.canonicalization,
+                "column_kinds": dict(zip(t.columns, t.column_kinds, strict=True)),
+                "warnings": list(t.warnings),
+                "notes": list(t.notes),
             }
             for t in tasks
         ]
@@ -76,13 +88,41 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
             str(len(t.gold_rows)),
             str(len(t.columns)),
             ", ".join(t.key_names),
-            t.key_rule,
+            t.key_rule + (f" ({t.key_statement!r})" if t.key_statement else ""),
+            t.canonicalization,
         ]
         for t in tasks
     ]
-    print(format_table(["Task", "Var", "Domain", "Rows", "Cols", "Row key", "Key from"], rows))
+    header = ["Task", "Var", "Domain", "Rows", "Cols", "Row key", "Key from", "Canon"]
+    print(format_table(header, rows))
     cg = sum(t.variant == "CG" for t in tasks)
-    print(f"\n{len(tasks)} task variants ({cg} CG, {len(tasks) - cg} GO), all valid.")
+    warned = [(t, w) for t in tasks for w in t.warnings]
+    verdict = "all valid" if not warned else f"all valid, {len(warned)} warnings"
+    print(f"\n{len(tasks)} task variants ({cg} CG, {len(tasks) - cg} GO), {verdict}.")
+    for task, warning in warned:
+        print(f"  warning: {task.source}:{task.line}: task {task.task_id}: {warning}")
+    for task in tasks:
+        for note in task.notes:
+            print(f"  note: task {task.task_id}: {note}")
+    return 0
+
+
+def cmd_sgr_compare(args: argparse.Namespace) -> int:
+    from sgrgym.sgr.compare import compare_runs
+    from sgrgym.sgr.families import load_families
+    from sgrgym.sgr.score_table import render_comparison
+
+    comparison = compare_runs(
+        args.runs, load_families(args.families), strict=args.strict, tasks=args.tasks
+    )
+    if args.out is not None:
+        write_json(comparison.model_dump_json(indent=2), args.out)
+    if args.json:
+        write_json(comparison.model_dump_json(), None)
+    else:
+        print(render_comparison([(s.system, s.report) for s in comparison.systems]))
+        for note in comparison.notes:
+            print(f"\nnote: {note}")
     return 0
 
 
@@ -305,6 +345,16 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
     return 0
 
 
+_STRICT_HELP = (
+    "legacy rubrics: compare with the text rules only, without the default canonicalization "
+    "of numbers, dates, case, punctuation and abbreviations (typed rubrics keep their rules)"
+)
+_FAMILIES_HELP = (
+    'JSON object {"DOMAIN": "family", ...} adding to or overriding the shipped '
+    "domain-to-source-family map"
+)
+
+
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
     sgr = areas.add_parser("sgr", help="SGR-Bench: tasks and scoring", description="SGR-Bench.")
@@ -345,6 +395,8 @@ def add_commands(areas: Any) -> None:
     score.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     score.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON report here")
     score.add_argument("--per-task", action="store_true", help="add a line per task to the table")
+    score.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    score.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
     score.set_defaults(handler=cmd_sgr_score)
 
     tasks = sgr_cmds.add_parser(
@@ -358,7 +410,31 @@ def add_commands(areas: Any) -> None:
         "--update-pin", action="store_true",
         help="first re-pin the demo task files (tasks/sgr/manifest.json: sha256 of each)",
     )  # fmt: skip
+    tasks.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     tasks.set_defaults(handler=cmd_sgr_tasks)
+
+    compare = sgr_cmds.add_parser(
+        "compare",
+        help="compare runs (systems) in one table laid out like the paper's table 2",
+        description="Re-score each run folder's answers.jsonl against the task files its "
+        "run.json names (checked against their sha256), with one scorer and one "
+        "canonicalization for all, and print one row per system: CG/GO Row-F1, Item-F1, "
+        "P.O.A. and Overall Item-F1 (table 2), overall Item-F1/Row-F1/P.O.A. (table 3), and "
+        "Item-F1 per source family and per cardinality bin.",
+    )
+    compare.add_argument(
+        "runs", nargs="+", type=Path, metavar="RUN_DIR",
+        help="a folder written by sgr run (run.json, answers.jsonl); one table row each",
+    )  # fmt: skip
+    compare.add_argument(
+        "--tasks", nargs="+", type=Path, metavar="FILE",
+        help="score every run against these task files instead of those in its run.json",
+    )  # fmt: skip
+    compare.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    compare.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
+    compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    compare.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    compare.set_defaults(handler=cmd_sgr_compare)
 
     build = sgr_cmds.add_parser(
         "build-packs",

@@ -31,6 +31,33 @@ class FieldType(str, Enum):
     date = "date"
 
 
+class Comparison(str, Enum):
+    """How a typed field's prediction is compared with the reference (``fields.<c>.comparison``).
+
+    ``exact`` and ``exact_after_outer_whitespace_trim`` are the rule names published typed
+    rubrics use; the others are variants a task may declare.
+
+    - ``canonical`` (the default): the text rules, then the declared type rule, then equality;
+    - ``exact``: the value as written (only the spaces padding a cell in a table are not part
+      of it), after the declared ``aliases`` and ``uppercase``; no text or type rules;
+    - ``exact_after_outer_whitespace_trim``: ``exact`` after trimming leading and trailing
+      whitespace of any kind (tabs, newlines, no-break spaces);
+    - ``case_insensitive``: ``canonical``, then compared without regard to case;
+    - ``numeric_tolerance``: a number (``integer``/``decimal`` type) within ``tolerance``
+      (absolute) or ``relative_tolerance`` (share of the reference value) of the reference;
+      not allowed on row-key columns (alignment needs one canonical value per key).
+    """
+
+    canonical = "canonical"
+    exact = "exact"
+    exact_after_outer_whitespace_trim = "exact_after_outer_whitespace_trim"
+    case_insensitive = "case_insensitive"
+    numeric_tolerance = "numeric_tolerance"
+
+
+COMPARISONS = tuple(c.value for c in Comparison)
+
+
 class FieldRule(BaseModel):
     """Declared comparison rule for one column (typed rubric ``fields.<column>``).
 
@@ -42,6 +69,10 @@ class FieldRule(BaseModel):
     - ``scale`` / ``offset``: canonical = number × scale + offset (after ``units``).
     - ``precision``: decimal places kept (ROUND_HALF_UP) before comparing.
     - ``format``: a ``strptime`` pattern for dates that are not ISO or month-name dates.
+    - ``comparison``: see :class:`Comparison`; ``tolerance`` / ``relative_tolerance`` go with
+      ``numeric_tolerance``.
+
+    Every key here changes scoring, so an unknown key is an error (never ignored).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -56,6 +87,38 @@ class FieldRule(BaseModel):
     precision: int | None = Field(default=None, ge=0, le=30)
     format: str | None = None
     description: str | None = None
+    comparison: Comparison = Comparison.canonical
+    tolerance: Decimal | None = Field(default=None, ge=0)
+    relative_tolerance: Decimal | None = Field(default=None, ge=0)
+
+    @field_validator("comparison", mode="before")
+    @classmethod
+    def _known_comparison(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in COMPARISONS:
+            return value.strip().lower()
+        raise ValueError(
+            f"unknown comparison rule {value!r}; known rules: {', '.join(COMPARISONS)}"
+        )
+
+    @model_validator(mode="after")
+    def _tolerance_goes_with_numbers(self) -> FieldRule:
+        has_tolerance = self.tolerance is not None or self.relative_tolerance is not None
+        if self.comparison is Comparison.numeric_tolerance:
+            if self.type not in (FieldType.integer, FieldType.decimal):
+                raise ValueError(
+                    f"comparison 'numeric_tolerance' needs type integer or decimal, "
+                    f"not {self.type.value}"
+                )
+            if not has_tolerance:
+                raise ValueError(
+                    "comparison 'numeric_tolerance' needs 'tolerance' or 'relative_tolerance'"
+                )
+        elif has_tolerance:
+            raise ValueError(
+                "'tolerance'/'relative_tolerance' apply only with comparison "
+                f"'numeric_tolerance' (this field's comparison is {self.comparison.value!r})"
+            )
+        return self
 
 
 class Normalization(BaseModel):
@@ -87,8 +150,32 @@ class Normalization(BaseModel):
         return value
 
 
+# Rubric-level keys that would change scoring if they were honoured; sgrgym reads scoring
+# rules only per field (``fields.<column>``), so these are errors rather than kept as notes.
+SCORING_KEYS = frozenset(
+    {
+        "comparison",
+        "tolerance",
+        "relative_tolerance",
+        "aliases",
+        "uppercase",
+        "case_sensitive",
+        "canonicalization",
+        "weights",
+        "scoring",
+        "metric",
+        "metrics",
+        "precision",
+    }
+)
+
+
 class Rubric(BaseModel):
-    """A task's rubric: legacy ``normalization`` and/or the typed ``columns``/``fields``."""
+    """A task's rubric: legacy ``normalization`` and/or the typed ``columns``/``fields``.
+
+    Unknown keys are kept (forward compatibility), except the :data:`SCORING_KEYS`, which
+    would change scoring and are therefore errors.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -120,6 +207,12 @@ class Rubric(BaseModel):
 
     @model_validator(mode="after")
     def _check_columns(self) -> Rubric:
+        scoring = sorted(SCORING_KEYS & set(self.model_extra or {}))
+        if scoring:
+            raise ValueError(
+                f"rubric key {scoring[0]!r} would change scoring but is not read at the rubric "
+                "level; declare it per column in rubric.fields.<column>"
+            )
         columns = self.schema_columns
         if not columns:
             raise ValueError("rubric needs 'columns' (typed) or 'normalization.schema' (legacy)")
@@ -132,6 +225,11 @@ class Rubric(BaseModel):
         for name in self.row_key or []:
             if name not in columns:
                 raise ValueError(f"row_key: {name!r} is not a column of the schema {columns}")
+            if self.rule_for(name).comparison is Comparison.numeric_tolerance:
+                raise ValueError(
+                    f"fields.{name}: comparison 'numeric_tolerance' cannot apply to a row-key "
+                    "column (rows are aligned by one canonical key value)"
+                )
         if self.field_sep == self.record_sep:
             raise ValueError("field and record separators must differ")
         return self
@@ -154,6 +252,11 @@ class Rubric(BaseModel):
         if self.record_separator is not None:
             return self.record_separator
         return self.normalization.record_separator if self.normalization else "\n"
+
+    @property
+    def typed(self) -> bool:
+        """True for the typed export style (``columns``/``fields``), False for legacy."""
+        return bool(self.columns) or bool(self.fields)
 
     def rule_for(self, column: str) -> FieldRule:
         """The declared rule of ``column``; a plain string rule when none is declared."""

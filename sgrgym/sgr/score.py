@@ -9,12 +9,18 @@ and P.O.A. (:mod:`sgrgym.sgr.metrics`). Edge cases:
 - a duplicated predicted key: the first occurrence is aligned and scored, every copy counts in
   N_pred and |R_pred|;
 - ``NONE`` or empty text is zero rows; a task with no prediction is scored as an empty answer
-  and flagged ``missing``; text from which no row can be read is a ``parse_failure`` (scores
-  0, flagged) -- never an exception.
+  and flagged ``missing``; text from which no row can be read is a ``parse_failure``: it
+  scores 0 on every metric and is flagged, even when the reference is ``NONE`` (an answer
+  that cannot be read is not a correct "no rows") -- never an exception;
+- several tables in one answer: the last complete one is scored (see
+  :func:`~sgrgym.sgr.parse.parse_prediction`) and the task is flagged ``multiple_tables``;
+- a field with ``comparison: numeric_tolerance`` matches within its tolerance; every other
+  field matches when the canonical values are equal.
 
-Aggregates (section 4.1, table 2, figure 3, appendix K): mean Item-F1 / Row-F1 / P.O.A. per
-variant (CG, GO), per domain and per reference-cardinality bin; Overall = mean Item-F1 over
-all task variants.
+Aggregates (section 4.1 and table 2, appendix E table 3, figure 3, appendix K): mean
+Item-F1 / Row-F1 / P.O.A. per variant (CG, GO), per domain, per source family
+(:mod:`sgrgym.sgr.families`) and per reference-cardinality bin; Overall = mean Item-F1 over
+all task variants (table 2), with the overall Row-F1 and P.O.A. beside it (table 3).
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ from pydantic import BaseModel
 from sgrgym.errors import UserError
 from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_text, shorten
 from sgrgym.sgr.canon import clean_text
+from sgrgym.sgr.families import load_families, paper_families
 from sgrgym.sgr.metrics import f1, pairwise_order_accuracy
-from sgrgym.sgr.parse import ParseStatus, Row, parse_prediction
+from sgrgym.sgr.parse import MULTIPLE_TABLES, ParseStatus, Row, parse_prediction
 from sgrgym.sgr.tasks import VARIANTS, ScoringTask
 
 CARDINALITY_BINS: tuple[tuple[str, int, int | None], ...] = (
@@ -69,6 +76,8 @@ class TaskScore(BaseModel):
     missing: bool
     format: str
     n_pred_rows: int
+    canonicalization: str  # typed | default | strict
+    flags: list[str]  # e.g. multiple_tables
     rows: list[RowDiagnostic]
 
 
@@ -82,7 +91,11 @@ class GroupScore(BaseModel):
 
 
 class OverallScore(BaseModel):
+    """Means over every task variant: Item-F1 is table 2's Overall; all three are table 3."""
+
     item_f1: float | None
+    row_f1: float | None = None
+    poa: float | None = None
     n: int
 
 
@@ -90,10 +103,14 @@ class ScoreReport(BaseModel):
     overall: OverallScore
     by_variant: dict[str, GroupScore]
     by_domain: dict[str, GroupScore]
+    by_family: dict[str, GroupScore] = {}
     by_cardinality: dict[str, GroupScore]
+    canonicalization: dict[str, int] = {}  # task variants per mode (typed/default/strict)
     tasks: list[TaskScore]
     missing: list[str]
     parse_failures: list[str]
+    multiple_tables: list[str] = []
+    unmapped_domains: list[str] = []  # domains with no source family
     unknown_predictions: list[str]
 
 
@@ -134,9 +151,12 @@ def score_answer(task: ScoringTask, answer: str | None) -> TaskScore:
         fields = []
         for i, column in enumerate(task.columns):
             value = pred[i] if i < len(pred) else None
-            fields.append(
-                FieldDiagnostic(column=column, gold=gold[i], pred=value, correct=value == gold[i])
+            correct = value == gold[i] or (
+                value is not None
+                and not task.canons[i].exact_match
+                and task.canons[i].matches(value, gold[i])
             )
+            fields.append(FieldDiagnostic(column=column, gold=gold[i], pred=value, correct=correct))
         n_correct = sum(f.correct for f in fields)
         if p_index is not None:
             c_item += n_correct
@@ -176,18 +196,21 @@ def score_answer(task: ScoringTask, answer: str | None) -> TaskScore:
     gold_keys: list[tuple[str | None, ...]] = [
         tuple(row[k] for k in task.key_columns) for row in task.gold_canon
     ]
+    failed = parsed.status is ParseStatus.parse_failure
     return TaskScore(
         task_id=task.task_id,
         variant=task.variant,
         domain=task.domain,
         cardinality=len(task.gold_canon),
-        item_f1=f1(c_item, n_gold, n_pred),
-        row_f1=f1(c_row, len(task.gold_canon), len(pred_rows)),
+        item_f1=0.0 if failed else f1(c_item, n_gold, n_pred),
+        row_f1=0.0 if failed else f1(c_row, len(task.gold_canon), len(pred_rows)),
         poa=pairwise_order_accuracy(gold_keys, pred_position),
-        parse_failure=parsed.status is ParseStatus.parse_failure,
+        parse_failure=failed,
         missing=answer is None,
         format=parsed.format,
         n_pred_rows=len(pred_rows),
+        canonicalization=task.canonicalization,
+        flags=list(parsed.flags),
         rows=diagnostics,
     )
 
@@ -212,32 +235,60 @@ def _group(scores: Sequence[TaskScore]) -> GroupScore:
     )
 
 
-def aggregate(scores: Sequence[TaskScore], unknown_predictions: Iterable[str] = ()) -> ScoreReport:
-    """Build the report: per-variant, per-domain and per-cardinality means, and Overall."""
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def aggregate(
+    scores: Sequence[TaskScore],
+    unknown_predictions: Iterable[str] = (),
+    families: Mapping[str, str] | None = None,
+) -> ScoreReport:
+    """Build the report: per-variant, per-domain, per-family and per-cardinality means, Overall.
+
+    ``families`` maps domains to source families (default: the shipped map); a domain with
+    no family is listed in ``unmapped_domains`` and left out of ``by_family``.
+    """
+    families = load_families() if families is None else families
     domains = sorted({s.domain for s in scores})
+    present = {families[d] for d in domains if d in families}
+    order = [f for f in paper_families() if f in present] + sorted(present - set(paper_families()))
+    modes: dict[str, int] = {}
+    for s in scores:
+        modes[s.canonicalization] = modes.get(s.canonicalization, 0) + 1
     return ScoreReport(
         overall=OverallScore(
-            item_f1=sum(s.item_f1 for s in scores) / len(scores) if scores else None,
+            item_f1=_mean([s.item_f1 for s in scores]),
+            row_f1=_mean([s.row_f1 for s in scores]),
+            poa=_mean([s.poa for s in scores]),
             n=len(scores),
         ),
         by_variant={v: _group([s for s in scores if s.variant == v]) for v in VARIANTS},
         by_domain={d: _group([s for s in scores if s.domain == d]) for d in domains},
+        by_family={f: _group([s for s in scores if families.get(s.domain) == f]) for f in order},
         by_cardinality={
             name: _group([s for s in scores if cardinality_bin(s.cardinality) == name])
             for name, _, _ in CARDINALITY_BINS
         },
+        canonicalization=dict(sorted(modes.items())),
         tasks=list(scores),
         missing=[s.task_id for s in scores if s.missing],
         parse_failures=[s.task_id for s in scores if s.parse_failure],
+        multiple_tables=[s.task_id for s in scores if MULTIPLE_TABLES in s.flags],
+        unmapped_domains=[d for d in domains if d not in families],
         unknown_predictions=sorted(unknown_predictions),
     )
 
 
-def score_tasks(tasks: Sequence[ScoringTask], answers: Mapping[str, str | None]) -> ScoreReport:
+def score_tasks(
+    tasks: Sequence[ScoringTask],
+    answers: Mapping[str, str | None],
+    families: Mapping[str, str] | None = None,
+) -> ScoreReport:
     """Score every task; tasks without an answer are scored empty and listed as missing."""
     known = {t.task_id for t in tasks}
     scores = [score_answer(t, answers.get(t.task_id)) for t in tasks]
-    return aggregate(scores, (k for k in answers if k not in known))
+    return aggregate(scores, (k for k in answers if k not in known), families)
 
 
 def load_predictions(path: str | Path) -> dict[str, str | None]:

@@ -4,12 +4,30 @@ Each line is one task variant. ``metadata`` and ``rubric`` may be JSON objects o
 strings. A file with any bad record is rejected whole, with every problem named by file, line,
 task id and field: nothing is half-loaded.
 
+Read as published:
+
+- ``oracle_answer`` may start with a header row naming the schema (case-insensitive,
+  whitespace-trimmed): it is dropped, as for predictions;
+- ``oracle_output_cardinality`` that disagrees with the parsed answer is a *warning* (listed
+  by ``sgrgym sgr tasks``), not an error: the parsed rows are scored;
+- unknown top-level, ``metadata`` and ``rubric`` keys are kept (forward compatibility),
+  except keys that would change scoring: unknown keys of a field rule
+  (``rubric.fields.<column>``), an unknown ``comparison`` rule, and the rubric-level
+  :data:`~sgrgym.sgr.rubric.SCORING_KEYS` are errors naming the task, field and key.
+
+Canonicalization (section 3.4): a typed rubric keeps its declared rules (``typed``); a legacy
+rubric gets the default canonicalization of :mod:`sgrgym.sgr.default_canon` (``default``),
+or the text rules only with ``strict`` (``--strict``).
+
 Row key (the columns that align predicted rows with reference rows, SGR-Bench appendix A),
 first rule that applies:
 
 1. the user's ``--row-keys`` file entry for the task id (or for its CG twin's id);
 2. the typed rubric's ``row_key``;
-3. the schema columns named in the legacy ``normalization.dedup_key`` text;
+3. the schema columns named by the key statement of the legacy ``normalization.dedup_key``
+   text (:func:`dedup_key_columns`: the columns right after "dedup by", "unique on", "key:",
+   ... or the whole text when it is only column names; later mentions such as "current_name
+   may repeat" are not part of the key);
 4. the shortest leading run of schema columns whose canonical values are unique over the
    reference rows.
 
@@ -37,8 +55,11 @@ from pydantic import (
 from sgrgym.errors import TaskFileError, UserError
 from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_json, shorten
 from sgrgym.sgr.canon import FieldCanon
-from sgrgym.sgr.parse import is_none_answer, split_records
-from sgrgym.sgr.rubric import Rubric
+from sgrgym.sgr.default_canon import DefaultCanon, column_canons
+from sgrgym.sgr.parse import _is_header, is_none_answer, split_records
+from sgrgym.sgr.rubric import FieldRule, Rubric
+
+Canon = FieldCanon | DefaultCanon
 
 GO_SUFFIX = "-g"
 VARIANTS = ("CG", "GO")
@@ -121,11 +142,16 @@ class ScoringTask:
     source: str
     line: int
     columns: tuple[str, ...]
-    canons: tuple[FieldCanon, ...]
+    canons: tuple[Canon, ...]
     key_columns: tuple[int, ...]
     key_rule: str
     gold_rows: tuple[tuple[str, ...], ...]
     gold_canon: tuple[tuple[str, ...], ...]
+    canonicalization: str = "typed"  # typed | default | strict
+    column_kinds: tuple[str, ...] = ()  # per column: declared type, or the inferred kind
+    key_statement: str | None = None  # the dedup_key text the row key was read from
+    warnings: tuple[str, ...] = ()  # slips in the record (e.g. a wrong cardinality)
+    notes: tuple[str, ...] = ()  # columns compared strictly under the default, and why
 
     @property
     def task_id(self) -> str:
@@ -152,24 +178,96 @@ class ScoringTask:
         return [self.columns[i] for i in self.key_columns]
 
 
-def _named_columns(text: str | list[str], columns: Sequence[str]) -> list[int]:
-    """Indices of the schema columns that a ``dedup_key`` names (longest names win)."""
+_KEY_TRIGGER = re.compile(
+    r"\b(?:de-?dup\w*|unique|distinct|keyed|(?:row|primary|composite)?\s*key|"
+    r"identified|one\s+row\s+(?:per|for\s+each)|per)\b"
+    r"(?:\s*(?:is|are|by|on|over|of|per|using|=|:)\b|\s*[:=])*",
+    re.I,
+)
+_KEY_CONNECTOR = re.compile(
+    r"\s*(?:,|\+|&|/|\(|\)|\band\b|\bthe\b|\bcolumns?\b|\bfields?\b|\bpairs?\b|"
+    r"\bcombination\b|\bof\b|\btuple\b|`|\"|')\s*|\s+",
+    re.I,
+)
+
+
+def _column_patterns(columns: Sequence[str]) -> list[tuple[re.Pattern[str], int]]:
+    """Patterns for each column name (``_`` also read as a space), longest name first."""
+    out = []
+    for index, name in enumerate(columns):
+        for variant in {name.casefold(), name.casefold().replace("_", " ")}:
+            pattern = re.compile(r"(?<![\w])" + re.escape(variant) + r"(?![\w])", re.I)
+            out.append((pattern, index, len(variant)))
+    return [(p, i) for p, i, _ in sorted(out, key=lambda t: -t[2])]
+
+
+def _walk_key(text: str, start: int, patterns: list[tuple[re.Pattern[str], int]]) -> list[int]:
+    """Column names listed from ``start`` (joined by commas, "and", "+", ...), in order.
+
+    The list ends at the first other word; a column that follows a comma and is itself
+    followed by another word starts the next clause ("name, current_name may repeat") and is
+    not part of the list.
+    """
+    found: list[tuple[int, bool]] = []  # (column, came after a comma)
+    position, after_comma = start, False
+    while position < len(text):
+        connector = _KEY_CONNECTOR.match(text, position)
+        if connector and connector.end() > position:
+            after_comma = after_comma or "," in connector.group(0)
+            position = connector.end()
+            continue
+        for pattern, index in patterns:
+            match = pattern.match(text, position)
+            if match:
+                found.append((index, after_comma))
+                position, after_comma = match.end(), False
+                break
+        else:
+            rest = text[position:].lstrip()
+            if found and found[-1][1] and rest and rest[0] not in ";.":
+                found.pop()
+            break
+    out: list[int] = []
+    for index, _ in found:
+        if index not in out:
+            out.append(index)
+    return out
+
+
+def dedup_key_columns(text: str | list[str], columns: Sequence[str]) -> tuple[list[int], str]:
+    """The schema columns a legacy ``dedup_key`` declares as the key, and the statement used.
+
+    A list names columns directly. A text is read at its key statement: the column names
+    listed right after the first trigger ("dedup by", "deduplicate on", "unique by", "key:",
+    "one row per", ...) that lists any; else the column names the text starts with (a text
+    that is just ``symbol`` or ``cwe_id + year``); else the columns named in the first
+    clause (up to ``;``, ``.`` or a line break) that names any. Returns ``([], "")`` when
+    the text names no column. A list naming a column not in the schema raises ``ValueError``.
+    """
     folded = [c.casefold() for c in columns]
     if isinstance(text, list):
-        return sorted({folded.index(t.casefold()) for t in text if t.casefold() in folded})
-    spans: list[tuple[int, int, int]] = []
-    lowered = text.casefold()
-    for index, name in enumerate(folded):
-        for variant in {name, name.replace("_", " ")}:
-            pattern = r"(?<![\w])" + re.escape(variant) + r"(?![\w])"
-            spans.extend((m.start(), m.end(), index) for m in re.finditer(pattern, lowered))
-    taken: list[tuple[int, int]] = []
-    chosen: set[int] = set()
-    for start, end, index in sorted(spans, key=lambda s: (s[0] - s[1], s[0])):
-        if all(end <= a or start >= b for a, b in taken):
-            taken.append((start, end))
-            chosen.add(index)
-    return sorted(chosen)
+        unknown = [t for t in text if t.casefold() not in folded]
+        if unknown:
+            raise ValueError(
+                f"normalization.dedup_key names columns {unknown} not in the schema {list(columns)}"
+            )
+        picked = [folded.index(t.casefold()) for t in text]
+        return list(dict.fromkeys(picked)), ", ".join(text)
+    patterns = _column_patterns(columns)
+    for trigger in _KEY_TRIGGER.finditer(text):
+        named = _walk_key(text, trigger.end(), patterns)
+        if named:
+            return named, text[trigger.start() :].split(";")[0].strip()
+    named = _walk_key(text, 0, patterns)
+    if named:
+        return named, text.split(";")[0].strip()
+    for clause in re.split(r";|\n|\.(?:\s|$)", text):
+        hits = sorted(
+            (m.start(), index) for pattern, index in patterns for m in pattern.finditer(clause)
+        )
+        if hits:
+            return list(dict.fromkeys(index for _, index in hits)), clause.strip()
+    return [], ""
 
 
 def _first_duplicate(rows: Sequence[tuple[str, ...]], key: Sequence[int]) -> tuple[int, int] | None:
@@ -187,12 +285,14 @@ def resolve_row_key(
     gold_canon: Sequence[tuple[str, ...]],
     rubric: Rubric,
     override: Sequence[str] | None = None,
-) -> tuple[tuple[int, ...], str]:
-    """Pick the row key by the rule in this module's docstring; returns (indices, rule name).
+) -> tuple[tuple[int, ...], str, str | None]:
+    """Pick the row key by the rule in this module's docstring.
 
-    Raises ``ValueError`` when the chosen key is not unique over the reference rows.
+    Returns (indices, rule name, the ``dedup_key`` statement read, if any). Raises
+    ``ValueError`` when the chosen key is not unique over the reference rows.
     """
     declared: tuple[list[int], str] | None = None
+    statement: str | None = None
     if override is not None:
         missing = [c for c in override if c not in columns]
         if missing:
@@ -203,9 +303,9 @@ def resolve_row_key(
     elif rubric.row_key:
         declared = ([columns.index(c) for c in rubric.row_key], "rubric.row_key")
     elif rubric.normalization is not None and rubric.normalization.dedup_key:
-        named = _named_columns(rubric.normalization.dedup_key, columns)
+        named, said = dedup_key_columns(rubric.normalization.dedup_key, columns)
         if named:
-            declared = (named, "normalization.dedup_key")
+            declared, statement = (named, "normalization.dedup_key"), said
     if declared is not None:
         key, rule = declared
         duplicate = _first_duplicate(gold_canon, key)
@@ -216,27 +316,31 @@ def resolve_row_key(
                 f"reference rows {a + 1} and {b + 1} share the row key {names} "
                 f"(from {rule}); declare a unique key with rubric.row_key or --row-keys"
             )
-        return tuple(key), rule
+        return tuple(key), rule, statement
     for width in range(1, len(columns) + 1):
         key = list(range(width))
         if _first_duplicate(gold_canon, key) is None:
-            return tuple(key), "unique leading columns"
+            return tuple(key), "unique leading columns", None
     a, b = _first_duplicate(gold_canon, list(range(len(columns)))) or (0, 0)
     raise ValueError(
         f"reference rows {a + 1} and {b + 1} are identical, so no row key can tell them apart"
     )
 
 
-def _build(task: SgrTask, source: str, line: int, override: Sequence[str] | None) -> ScoringTask:
+def _reference_rows(task: SgrTask, columns: tuple[str, ...]) -> list[list[str]]:
     rubric = task.rubric
-    columns = tuple(rubric.schema_columns)
-    canons = tuple(FieldCanon(rubric.rule_for(c)) for c in columns)
     if is_none_answer(task.oracle_answer):
-        records: list[list[str]] | None = []
-    else:
-        records = split_records(
-            task.oracle_answer, rubric.field_sep, rubric.record_sep, len(columns)
-        )
+        return []
+    records = split_records(task.oracle_answer, rubric.field_sep, rubric.record_sep, len(columns))
+    first = task.oracle_answer.strip().split(rubric.record_sep)[0]
+    if records is None and _is_header([c.strip() for c in first.split(rubric.field_sep)], columns):
+        # A header row whose own record separator does not fit the width trick: split the
+        # rest on its own.
+        _, _, rest = task.oracle_answer.strip().partition(rubric.record_sep)
+        body = split_records(rest, rubric.field_sep, rubric.record_sep, len(columns))
+        records = None if body is None else [list(columns), *body]
+    if records and _is_header(records[0], columns):
+        records = records[1:]  # newer records start with a header row equal to the schema
     if records is None or any(len(r) != len(columns) for r in records):
         widths = sorted({len(r) for r in records or []})
         raise ValueError(
@@ -244,28 +348,57 @@ def _build(task: SgrTask, source: str, line: int, override: Sequence[str] | None
             f"(schema {list(columns)}, field separator {rubric.field_sep!r}, "
             f"record separator {rubric.record_sep!r}; row widths seen: {widths or 'none'})"
         )
+    return records
+
+
+def _build(
+    task: SgrTask, source: str, line: int, override: Sequence[str] | None, strict: bool = False
+) -> ScoringTask:
+    rubric = task.rubric
+    columns = tuple(rubric.schema_columns)
+    records = _reference_rows(task, columns)
+    warnings: list[str] = []
     if len(records) != task.oracle_output_cardinality:
-        raise ValueError(
-            f"oracle_output_cardinality: says {task.oracle_output_cardinality} rows but "
-            f"oracle_answer has {len(records)}"
+        warnings.append(
+            f"oracle_output_cardinality says {task.oracle_output_cardinality} rows but "
+            f"oracle_answer has {len(records)}; the {len(records)} rows are scored"
         )
-    gold_rows = tuple(tuple(f.strip() for f in r) for r in records)
+    gold_rows = tuple(tuple(f.strip(" \t") for f in r) for r in records)
+    canons: tuple[Canon, ...]
+    notes: tuple[str, ...] = ()
+    if rubric.typed:
+        mode = "typed"
+        canons = tuple(FieldCanon(rubric.rule_for(c)) for c in columns)
+        kinds = tuple(rubric.rule_for(c).type.value for c in columns)
+    else:
+        mode = "strict" if strict else "default"
+        column_notes = rubric.normalization.model_extra if rubric.normalization else None
+        chosen = column_canons(columns, gold_rows, strict, column_notes)
+        canons = tuple(c.canon() for c in chosen)
+        kinds = tuple(c.kind.value for c in chosen)
+        notes = tuple(f"column {c.column}: {c.note}" for c in chosen if c.note)
     gold_canon = tuple(tuple(c(v) for c, v in zip(canons, row, strict=True)) for row in gold_rows)
     try:
-        key, rule = resolve_row_key(columns, gold_canon, rubric, override)
+        key, rule, statement = resolve_row_key(columns, gold_canon, rubric, override)
     except ValueError as exc:
         raise ValueError(f"row key: {exc}") from None
-    return ScoringTask(task, source, line, columns, canons, key, rule, gold_rows, gold_canon)
+    return ScoringTask(
+        task, source, line, columns, canons, key, rule, gold_rows, gold_canon,
+        mode, kinds, statement, tuple(warnings), notes,
+    )  # fmt: skip
 
 
 def build_task(
-    record: dict[str, Any], source: str = "<memory>", row_key: Sequence[str] | None = None
+    record: dict[str, Any],
+    source: str = "<memory>",
+    row_key: Sequence[str] | None = None,
+    strict: bool = False,
 ) -> ScoringTask:
     """Validate one task record held in memory (the same checks as :func:`load_tasks`)."""
     task_id = record.get("task_id", "?")
     try:
         task = SgrTask.model_validate(record)
-        return _build(task, source, 0, row_key)
+        return _build(task, source, 0, row_key, strict)
     except ValidationError as exc:
         raise TaskFileError(
             [f"{source}: task {task_id}: {m}" for m in _format_validation(exc)]
@@ -278,7 +411,13 @@ def _format_validation(error: ValidationError) -> list[str]:
     out = []
     for e in error.errors():
         loc = ".".join(str(p) for p in e["loc"]) or "record"
-        out.append(f"field {loc}: {e['msg']}")
+        message = e["msg"]
+        if e["type"] == "extra_forbidden" and "fields" in e["loc"]:
+            message = (
+                "unknown key in a field rule; every field-rule key changes scoring, so it "
+                f"must be one of: {', '.join(FieldRule.model_fields)}"
+            )
+        out.append(f"field {loc}: {message}")
     return out
 
 
@@ -309,9 +448,15 @@ def _read_records(path: Path) -> Iterable[tuple[int, Any, str | None]]:
 
 
 def load_tasks(
-    paths: Sequence[str | Path], row_keys: dict[str, list[str]] | None = None
+    paths: Sequence[str | Path],
+    row_keys: dict[str, list[str]] | None = None,
+    strict: bool = False,
 ) -> list[ScoringTask]:
-    """Load and validate task files; raise :class:`TaskFileError` listing every problem."""
+    """Load and validate task files; raise :class:`TaskFileError` listing every problem.
+
+    ``strict``: legacy rubrics are compared with the text rules only (no default
+    canonicalization); typed rubrics are unaffected.
+    """
     row_keys = dict(row_keys or {})
     problems: list[str] = []
     tasks: list[ScoringTask] = []
@@ -327,6 +472,12 @@ def load_tasks(
                 continue
             if not isinstance(record, dict):
                 problems.append(f"{prefix}: a task record must be a JSON object")
+                continue
+            if "answer" in record and set(record) <= {"task_id", "answer"}:
+                problems.append(
+                    f"{prefix}: this is a predictions line (task_id, answer), not a task; "
+                    "pass predictions with --predictions"
+                )
                 continue
             try:
                 task = SgrTask.model_validate(record)
@@ -347,7 +498,7 @@ def load_tasks(
             where[task.task_id] = f"{path}:{number}"
             override = row_keys.get(task.task_id, row_keys.get(task.pair_id))
             try:
-                tasks.append(_build(task, str(path), number, override))
+                tasks.append(_build(task, str(path), number, override, strict))
             except ValueError as exc:
                 problems.append(f"{prefix}: field {exc}")
         if count == 0:
