@@ -375,7 +375,7 @@ def test_without_renderer_a_miss_gets_the_hosts_archived_404_page(tmp_path: Path
             yield from super().states()
             yield MODEL.state("/plants", {"page": "9"})  # past the end: the site's 404 page
 
-    result = build_pack(tmp_path / "toy404", [WithNotFound()], [])
+    result = build_pack(tmp_path / "toy404", [WithNotFound()], [], update_pin=True)
     snapshot = Snapshot.open(result.pack_dir)
     sim = Simulator(snapshot, site_models(snapshot.manifest.sites))
     archived_404 = snapshot.fetch("http://toy.sgrgym.test/plants?page=9")
