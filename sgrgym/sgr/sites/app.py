@@ -30,6 +30,8 @@ SITES: dict[str, str] = {
     "elements": "sgrgym.sgr.sites.elements",
     "cwe": "sgrgym.sgr.sites.cwe",
     "places": "sgrgym.sgr.sites.places",
+    "diseases": "sgrgym.sgr.sites.diseases",
+    "weather": "sgrgym.sgr.sites.weather",
 }
 
 
@@ -51,6 +53,10 @@ class SiteApp(abc.ABC):
         if page is None:
             raise NotFound(f"{self.model.name}: no page {state.path!r}")
         return page(state)
+
+    def content_type(self, state: State) -> str:
+        """The media type of ``state``'s page (HTML; export and report routes override it)."""
+        return "text/html; charset=utf-8"
 
     @abc.abstractmethod
     def states(self) -> Iterable[State]:
@@ -77,8 +83,9 @@ class SiteApp(abc.ABC):
                 parts = urlsplit(self.path)
                 url = f"{app.model.base}{parts.path}" + (f"?{parts.query}" if parts.query else "")
                 try:
-                    body = app.render(app.model.parse_url(url))
-                    status, ctype = 200, "text/html; charset=utf-8"
+                    state = app.model.parse_url(url)
+                    body = app.render(state)
+                    status, ctype = 200, app.content_type(state)
                 except NotFound as exc:
                     body, status, ctype = f"{exc}\n".encode(), 404, "text/plain; charset=utf-8"
                 except SiteError as exc:
