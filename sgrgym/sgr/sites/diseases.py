@@ -409,7 +409,8 @@ class DiseasesApp(SiteApp):
             sort_links(self.model, state, "case_sort", CASE_SORTS, ("year", "asc")),
         ]
         if disease:
-            export = self.model.state("/cases.csv", dict(state.params))
+            selection = {k: v for k, v in state.params if k != "page"}
+            export = self.model.state("/cases.csv", selection)
             controls.append(ControlLinks("Download", [Choice("this selection as CSV", export)]))
         low, high = window
         span = (
