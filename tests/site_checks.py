@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import csv
 import functools
-import io
 import http.client
 import importlib.util
+import io
 import json
 import re
 from html.parser import HTMLParser
@@ -190,9 +190,7 @@ class SiteTaskChecks:
     def test_task_set_shape(self, tasks: list[ScoringTask]) -> None:
         check_task_set(self.site, tasks)
 
-    def test_reference_paths_score_perfectly(
-        self, app: SiteApp, tasks: list[ScoringTask]
-    ) -> None:
+    def test_reference_paths_score_perfectly(self, app: SiteApp, tasks: list[ScoringTask]) -> None:
         for task in tasks:
             check_reference_path(app, task)
 
@@ -234,8 +232,8 @@ def _shows(text: str, value: str) -> bool:
 
 
 def check_dependency_evidence(app: SiteApp, task: ScoringTask) -> None:
-    """Every data-dependent step of the reference path takes a value (each ``/`` part of a
-    node, the start of a window) that a page reached earlier on the path shows: the
+    """Every data-dependent step of the reference path takes a value (each ``/`` or ``.``
+    part of a node, the start of a window) that a page reached earlier on the path shows: the
     intermediate result is read from the site, not known in advance (section 3.2.2)."""
     ref = reference(task)
     states = walk(app.model, ref.path)
@@ -245,7 +243,8 @@ def check_dependency_evidence(app: SiteApp, task: ScoringTask) -> None:
         if op.type != "data":
             continue
         seen = "\n".join(texts)
-        for part in op.value.split("/"):
+        parts = re.split(r"[/.]", op.value) if op.op == "open_node" else [op.value]
+        for part in parts:
             assert _shows(seen, part), (
                 f"{task.task_id}: step {index + 1} ({op.op} {op.value!r}): {part!r} is on no "
                 "earlier page of the path"

@@ -39,7 +39,6 @@ def test_model_validates(app: SiteApp) -> None:
     assert {"hierarchy", "filter", "scope", "window", "sort", "page"} <= kinds
 
 
-
 def test_browser_levels(app: SiteApp) -> None:
     model = app.model
     root = extract_tables(app.render(model.default_state()))["results"]

@@ -26,6 +26,7 @@ CREATE TABLE cwe_view (id INTEGER, name VARCHAR, view_type VARCHAR, status VARCH
 CREATE TABLE view_member (view_id INTEGER, member_id INTEGER, rank INTEGER);
 """
 
+
 # Each query returns the answer's columns, in answer order, as text.
 def _category_members(rank: int, status: str) -> str:
     """Rank ``rank`` of the 2023 Top 25 (view 1425) -> the view-699 category that holds it ->

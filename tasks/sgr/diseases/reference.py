@@ -58,9 +58,7 @@ def _one(con: Con, sql: str, params: list[object]) -> tuple[object, ...]:
 
 
 def _text(rows: list[tuple[object, ...]]) -> str:
-    return RECORD_SEP.join(
-        FIELD_SEP.join("" if v is None else str(v) for v in row) for row in rows
-    )
+    return RECORD_SEP.join(FIELD_SEP.join("" if v is None else str(v) for v in row) for row in rows)
 
 
 def top_state_total(con: Con, disease: str, rank: int = 1) -> str:
@@ -138,8 +136,7 @@ def task_005(con: Con) -> str:
     state = top_state_total(con, "Rubella")
     (year, _) = _one(
         con,
-        "SELECT year, cases FROM d WHERE disease = 'Rubella' AND state = ? "
-        "ORDER BY cases DESC",
+        "SELECT year, cases FROM d WHERE disease = 'Rubella' AND state = ? ORDER BY cases DESC",
         [state],
     )
     peak = int(str(year))
