@@ -38,6 +38,15 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     from sgrgym.sgr.tasks import load_tasks
 
     tasks = load_tasks(args.tasks, _row_keys(args))
+    if args.stats:
+        from sgrgym.sgr.taskstats import render_stats, task_stats
+
+        stats = task_stats(tasks)
+        if args.json:
+            write_json(stats.model_dump_json(), None)
+        else:
+            print(render_stats(stats))
+        return 0
     if args.json:
         records = [
             {
@@ -259,6 +268,11 @@ def add_commands(areas: Any) -> None:
         description="Validate task files and list each task with the row key the scorer uses.",
     )
     tasks.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    tasks.add_argument(
+        "--stats", action="store_true",
+        help="print dataset statistics instead (paper section 3.3: pairs per source family, "
+        "cardinality, dependency types, state mechanisms per task)",
+    )  # fmt: skip
     tasks.set_defaults(handler=cmd_sgr_tasks)
 
     build = sgr_cmds.add_parser(
