@@ -157,6 +157,10 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         agent = OracleAgent(references)
     elif args.agent == "default":
         agent = DefaultStateAgent()
+    elif args.agent == "search-only":
+        from sgrgym.sgr.baselines import SearchOnlyAgent
+
+        agent = SearchOnlyAgent()
     else:
         agent = RandomAgent(seed=args.seed, steps=args.random_steps)
     budget = Budget(max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s)
@@ -301,7 +305,11 @@ def add_commands(areas: Any) -> None:
         "Interrupted runs resume.",
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
-    run.add_argument("--agent", required=True, choices=["oracle", "default", "random"])
+    run.add_argument(
+        "--agent", required=True, choices=["oracle", "default", "random", "search-only"],
+        help="oracle (reference path), default (start page only), random (random links), "
+        "search-only (copies the best table among the top search hits, no state operation)",
+    )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",
