@@ -16,25 +16,39 @@ and ``tasks`` fixtures from :func:`site_fixtures` and runs the checks by subclas
 
 from __future__ import annotations
 
+import csv
+import functools
 import http.client
 import importlib.util
+import io
 import json
+import re
+from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import pytest
 
+from sgrgym.sgr.archive.text import body_to_text
 from sgrgym.sgr.score import score_answer
-from sgrgym.sgr.sites.app import SiteApp, load_site
+from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
+from sgrgym.sgr.sites.model import Op, SiteError, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import Reference, answer_states, reference_of, rows_as_answer, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 
 TASKS_ROOT = Path(__file__).resolve().parent.parent / "tasks" / "sgr"
-PAIRS = 4
+PAIRS: dict[str, int] = {
+    "cwe": 5,
+    "elements": 5,
+    "places": 6,
+    "diseases": 7,
+    "weather": 7,
+}
 """How many CG/GO task pairs each site ships."""
+MAX_ROWS = 44  # the paper's largest answer (SGR-Bench section 3.3: 2-44 rows)
 
 
 def task_dir(site: str) -> Path:
@@ -69,7 +83,7 @@ def site_fixtures(site: str) -> tuple[object, object]:
 
 def pair_ids(site: str) -> list[str]:
     """The pair ids (= CG task ids) a site's task set must have: ``<site>_001`` and up."""
-    return [f"{site}_{n:03d}" for n in range(1, PAIRS + 1)]
+    return [f"{site}_{n:03d}" for n in range(1, PAIRS[site] + 1)]
 
 
 def reference_module(site: str) -> ModuleType:
@@ -123,19 +137,30 @@ def check_reference_path(app: SiteApp, task: ScoringTask) -> None:
 
 
 def check_task_set(site: str, tasks: list[ScoringTask]) -> None:
-    """The task set is ``PAIRS`` CG/GO pairs with 2-20 answer rows each; its references use a
-    data control and need more than one page (counted over both variants of each pair)."""
+    """The task set is ``PAIRS[site]`` CG/GO pairs with 1-44 answer rows each; every pair's
+    reference path has a data-dependent step (a logical dependency, SGR-Bench section 3.2.2),
+    and both variants of a pair share answer, schema, format and reference."""
     ids = pair_ids(site)
     assert sorted(t.task_id for t in tasks) == sorted(ids + [f"{i}-g" for i in ids])
+    by_id = {t.task_id: t for t in tasks}
     for task in tasks:
-        assert 2 <= len(task.gold_rows) <= 20, task.task_id
-        assert 2 <= task.task.oracle_output_cardinality <= 20, task.task_id
-    references = [reference(t) for t in tasks]
-    data_ops = sum(any(op.type == "data" for op in r.path) for r in references)
-    multi = sum(
-        len(r.answer.states) > 1 or any(op.op == "page" for op in r.path) for r in references
-    )
-    assert data_ops >= 2 and multi >= 2
+        assert 1 <= len(task.gold_rows) <= MAX_ROWS, task.task_id
+        assert task.task.oracle_output_cardinality == len(task.gold_rows), task.task_id
+        assert any(op.type == "data" for op in reference(task).path), task.task_id
+        metadata = task.task.metadata
+        assert metadata.dependency_type in DEPENDENCY_TYPES, task.task_id
+        assert metadata.data_dependency, task.task_id
+        assert metadata.freeze, task.task_id
+    for pair in ids:
+        cg, go = by_id[pair].task, by_id[f"{pair}-g"].task
+        assert cg.oracle_answer == go.oracle_answer, pair
+        assert cg.output_format == go.output_format, pair
+        assert cg.rubric == go.rubric, pair
+        assert cg.model_extra == go.model_extra, pair
+        assert cg.instruction != go.instruction, pair
+
+
+DEPENDENCY_TYPES = ("Data", "Control", "Data + Control")
 
 
 def check_reference_script(site: str, tasks: list[ScoringTask]) -> None:
@@ -165,11 +190,129 @@ class SiteTaskChecks:
     def test_task_set_shape(self, tasks: list[ScoringTask]) -> None:
         check_task_set(self.site, tasks)
 
-    @pytest.mark.parametrize("index", range(2 * PAIRS))
-    def test_reference_path_scores_perfectly(
-        self, index: int, app: SiteApp, tasks: list[ScoringTask]
+    def test_reference_paths_score_perfectly(self, app: SiteApp, tasks: list[ScoringTask]) -> None:
+        for task in tasks:
+            check_reference_path(app, task)
+
+    def test_data_dependent_values_come_from_earlier_pages(
+        self, app: SiteApp, tasks: list[ScoringTask]
     ) -> None:
-        check_reference_path(app, tasks[index])
+        for task in tasks:
+            check_dependency_evidence(app, task)
+
+    def test_no_reference_row_near_any_default_state(self, tasks: list[ScoringTask]) -> None:
+        for task in tasks:
+            check_state_gated(task)
+
+
+class _Hrefs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.hrefs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        href = dict(attrs).get("href")
+        if tag == "a" and href:
+            self.hrefs.append(href)
+
+
+def page_text(app: SiteApp, state: State) -> str:
+    """The text an agent reads on ``state``'s page (HTML, CSV or PDF) and its table cells."""
+    body = app.render(state)
+    content_type = app.content_type(state)
+    cells = []
+    if "html" in content_type:
+        cells = [v for rows in extract_tables(body).values() for row in rows for v in row.values()]
+    return body_to_text(body, content_type) + "\n" + "\n".join(cells)
+
+
+def _shows(text: str, value: str) -> bool:
+    """True when ``value`` appears in ``text`` as a whole token (or phrase)."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?![\w])", text) is not None
+
+
+def check_dependency_evidence(app: SiteApp, task: ScoringTask) -> None:
+    """Every data-dependent step of the reference path takes a value (each ``/`` or ``.``
+    part of a node, the start of a window) that a page reached earlier on the path shows: the
+    intermediate result is read from the site, not known in advance (section 3.2.2)."""
+    ref = reference(task)
+    states = walk(app.model, ref.path)
+    texts: list[str] = []
+    for index, op in enumerate(ref.path):
+        texts.append(page_text(app, states[index]))
+        if op.type != "data":
+            continue
+        seen = "\n".join(texts)
+        parts = re.split(r"[/.]", op.value) if op.op == "open_node" else [op.value]
+        for part in parts:
+            assert _shows(seen, part), (
+                f"{task.task_id}: step {index + 1} ({op.op} {op.value!r}): {part!r} is on no "
+                "earlier page of the path"
+            )
+
+
+def one_step_states(app: SiteApp) -> list[State]:
+    """The default state and every state one operation away from it: each route's default
+    (a view change), each offered value of the start page's controls, each link on it."""
+    model = app.model
+    default = model.default_state()
+    found: dict[State, None] = {default: None}
+    for route in model.routes:
+        found[model.state(route.path)] = None
+    ops = {"filter": "set_filter", "scope": "set_scope", "hierarchy": "open_node",
+           "view": "select_view", "page": "page"}  # fmt: skip
+    for control in model.route_controls(default.path):
+        for value in control.values:
+            try:
+                if control.kind == "sort":
+                    for order in ("asc", "desc"):
+                        op = Op(op="sort", control=control.name, value=value, end=order)
+                        found[model.apply(default, op)] = None
+                elif control.kind in ops:
+                    op = Op(op=ops[control.kind], control=control.name, value=value)  # type: ignore[arg-type]
+                    found[model.apply(default, op)] = None
+            except SiteError:
+                continue
+    parser = _Hrefs()
+    parser.feed(app.render(default).decode("utf-8", "replace"))
+    for href in parser.hrefs:
+        url = urljoin(model.url(default), href)
+        if urlsplit(url).netloc == model.host:
+            try:
+                found[model.parse_url(url)] = None
+            except SiteError:
+                continue
+    return list(found)
+
+
+@functools.lru_cache(maxsize=1)
+def exposed_rows() -> tuple[dict[str, str], ...]:
+    """The table rows of every site's default state and of every state one step away."""
+    rows: list[dict[str, str]] = []
+    for name in sorted(SITES):
+        app = load_site(name)
+        for state in one_step_states(app):
+            try:
+                body = app.render(state)
+            except SiteError:
+                continue  # a 404/400 page shows no rows
+            content_type = app.content_type(state)
+            if "html" in content_type:
+                rows += [r for table in extract_tables(body).values() for r in table]
+            elif "csv" in content_type:
+                rows += list(csv.DictReader(io.StringIO(body.decode("utf-8"))))
+    return tuple(rows)
+
+
+def check_state_gated(task: ScoringTask) -> None:
+    """No reference row of ``task`` is in the default state of any site, nor in any state one
+    operation away from one (rows compared field by field after the rubric's canonicalisation)."""
+    gold = set(task.gold_canon)
+    for row in exposed_rows():
+        if not all(c in row for c in task.columns):
+            continue
+        canon = tuple(f(row[c]) for f, c in zip(task.canons, task.columns, strict=True))
+        assert canon not in gold, f"{task.task_id}: reference row {canon} is near a default state"
 
 
 def http_get(base: str, target: str) -> tuple[int, bytes]:

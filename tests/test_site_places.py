@@ -107,7 +107,7 @@ def test_http_handler(app: SiteApp) -> None:
 def test_task_files_are_json_lines() -> None:
     for path in task_files("places"):
         lines = path.read_text(encoding="utf-8").splitlines()
-        assert len(lines) == 4
+        assert len(lines) == 6
         for line in lines:
             record = json.loads(line)
             assert record["reference"]["site"] == "places"

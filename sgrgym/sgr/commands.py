@@ -59,6 +59,15 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
         pins = write_pins(demo_task_files())
         progress(f"pinned {len(pins.files)} demo task files in {DEFAULT_TASKS_DIR}/manifest.json")
     tasks = _load_tasks(args.tasks, _row_keys(args), strict=args.strict)
+    if args.stats:
+        from sgrgym.sgr.taskstats import render_stats, task_stats
+
+        stats = task_stats(tasks)
+        if args.json:
+            write_json(stats.model_dump_json(), None)
+        else:
+            print(render_stats(stats))
+        return 0
     if args.json:
         records = [
             {
@@ -225,6 +234,10 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         agent = DefaultStateAgent()
     elif args.agent == "explore":
         agent = ExploreAgent(seed=args.seed, steps=args.random_steps)
+    elif args.agent == "search-only":
+        from sgrgym.sgr.baselines import SearchOnlyAgent
+
+        agent = SearchOnlyAgent()
     else:
         agent = RandomAgent(seed=args.seed, steps=args.random_steps)
     budget = Budget(
@@ -411,6 +424,11 @@ def add_commands(areas: Any) -> None:
         help="first re-pin the demo task files (tasks/sgr/manifest.json: sha256 of each)",
     )  # fmt: skip
     tasks.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    tasks.add_argument(
+        "--stats", action="store_true",
+        help="print dataset statistics instead (paper section 3.3: pairs per source family, "
+        "cardinality, dependency types, state mechanisms per task)",
+    )  # fmt: skip
     tasks.set_defaults(handler=cmd_sgr_tasks)
 
     compare = sgr_cmds.add_parser(
@@ -475,7 +493,13 @@ def add_commands(areas: Any) -> None:
         "Interrupted runs resume.",
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
-    run.add_argument("--agent", required=True, choices=["oracle", "default", "random", "explore"])
+    run.add_argument(
+        "--agent", required=True,
+        choices=["oracle", "default", "random", "explore", "search-only"],
+        help="oracle (reference path), default (start page only), random (random links), "
+        "explore (seeded random operations on every kind of control), search-only (copies "
+        "the best table among the top search hits, no state operation)",
+    )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",

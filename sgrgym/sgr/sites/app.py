@@ -30,6 +30,8 @@ SITES: dict[str, str] = {
     "elements": "sgrgym.sgr.sites.elements",
     "cwe": "sgrgym.sgr.sites.cwe",
     "places": "sgrgym.sgr.sites.places",
+    "diseases": "sgrgym.sgr.sites.diseases",
+    "weather": "sgrgym.sgr.sites.weather",
     # Sites that are not task targets: pages with overlapping vocabulary for web search.
     "chem-notes": "sgrgym.sgr.sites.distractors:chem_notes",
     "secure-digest": "sgrgym.sgr.sites.distractors:secure_digest",
@@ -64,7 +66,8 @@ class SiteApp(abc.ABC):
         impossible combination, gets its validation page (400) saying what was wrong.
         """
         try:
-            return 200, HTML, self.render(self.model.parse_url(url))
+            state = self.model.parse_url(url)
+            return 200, self.content_type(state), self.render(state)
         except NotFound:
             return 404, HTML, self.error_page("Page not found", NOT_FOUND_TEXT)
         except SiteError as exc:
@@ -86,6 +89,10 @@ class SiteApp(abc.ABC):
         if page is None:
             raise NotFound(f"{self.model.name}: no page {state.path!r}")
         return page(state)
+
+    def content_type(self, state: State) -> str:
+        """The media type of ``state``'s page (HTML; export and report routes override it)."""
+        return HTML
 
     @abc.abstractmethod
     def states(self) -> Iterable[State]:

@@ -8,13 +8,15 @@ pager. :func:`extract_tables` reads those tables back (agents and tests use it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import csv
+import io
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from html import escape
 from html.parser import HTMLParser
 from typing import Any, TypeVar
 
-from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
+from sgrgym.sgr.sites.model import NotFound, Op, SiteError, SiteModel, State
 
 T = TypeVar("T")
 ORDERS = ("asc", "desc")
@@ -197,3 +199,36 @@ def extract_tables(html: bytes | str) -> dict[str, list[dict[str, str]]]:
     reader.feed(html.decode("utf-8", "replace") if isinstance(html, bytes) else html)
     reader.close()
     return reader.tables
+
+
+def sort_links(
+    site: SiteModel,
+    state: State,
+    control: str,
+    keys: Mapping[str, str],
+    default: tuple[str, str],
+    label: str = "Sort",
+) -> ControlLinks:
+    """Links for every sort key (key -> label) in both orders; the current one is marked."""
+    sort = site.control(control)
+    current = tuple(state.get(p, d) for p, d in zip(sort.params, default, strict=True))
+    choices = [
+        Choice(
+            f"{name} {'ascending' if order == 'asc' else 'descending'}",
+            site.apply(state, Op(op="sort", control=control, value=key, end=order)),
+            (key, order) == current,
+        )
+        for key, name in keys.items()
+        for order in ORDERS
+    ]
+    return ControlLinks(label, choices)
+
+
+def csv_body(columns: Sequence[tuple[str, str]], rows: Iterable[Mapping[str, str]]) -> bytes:
+    """A CSV export: a header of column keys, then one line per row (RFC 4180 quoting)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow([key for key, _ in columns])
+    for row in rows:
+        writer.writerow([row.get(key, "") for key, _ in columns])
+    return out.getvalue().encode("utf-8")

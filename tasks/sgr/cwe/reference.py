@@ -26,20 +26,14 @@ CREATE TABLE cwe_view (id INTEGER, name VARCHAR, view_type VARCHAR, status VARCH
 CREATE TABLE view_member (view_id INTEGER, member_id INTEGER, rank INTEGER);
 """
 
+
 # Each query returns the answer's columns, in answer order, as text.
-QUERIES: dict[str, str] = {
-    # Stable weaknesses rated High for likelihood of exploit, by name.
-    "cwe_001": """
-        SELECT 'CWE-' || id, name, abstraction, strftime(submitted, '%Y-%m-%d')
-        FROM weakness
-        WHERE status = 'Stable' AND likelihood = 'High'
-        ORDER BY name, id
-    """,
-    # Rank 3 of the 2023 Top 25 -> its Software Development (view 699) category ->
-    # that category's Draft members, by id.
-    "cwe_002": """
+def _category_members(rank: int, status: str) -> str:
+    """Rank ``rank`` of the 2023 Top 25 (view 1425) -> the view-699 category that holds it ->
+    that category's weaknesses with ``status``, by id."""
+    return f"""
         WITH target AS (
-            SELECT member_id FROM view_member WHERE view_id = 1425 AND rank = 3
+            SELECT member_id FROM view_member WHERE view_id = 1425 AND rank = {rank}
         ), holder AS (
             SELECT DISTINCT cm.category_id
             FROM category_member cm JOIN target t ON cm.member_id = t.member_id
@@ -49,22 +43,48 @@ QUERIES: dict[str, str] = {
         FROM category_member cm
         JOIN holder h ON cm.category_id = h.category_id
         JOIN weakness w ON w.id = cm.member_id
-        WHERE w.status = 'Draft'
+        WHERE w.status = '{status}'
         ORDER BY w.id
-    """,
-    # Ranks 21-25 of the 2020 Top 25.
-    "cwe_003": """
-        SELECT CAST(vm.rank AS VARCHAR), 'CWE-' || w.id, w.name
-        FROM view_member vm JOIN weakness w ON w.id = vm.member_id
-        WHERE vm.view_id = 1350 AND vm.rank BETWEEN 21 AND 25
-        ORDER BY vm.rank
-    """,
-    # Base weaknesses submitted from 2021 through 2023, oldest first (ties by id).
+    """
+
+
+# Each query returns the answer's columns, in answer order, as text.
+QUERIES: dict[str, str] = {
+    # Rank 10 of the 2023 Top 25 -> its view-699 category -> Draft members.
+    "cwe_001": _category_members(10, "Draft"),
+    # Rank 25 of the 2023 Top 25 -> its view-699 category -> Incomplete members.
+    "cwe_002": _category_members(25, "Incomplete"),
+    # Rank 20 of the 2023 Top 25 -> its view-699 category -> Incomplete members.
+    "cwe_003": _category_members(20, "Incomplete"),
+    # The most recently submitted entry of the 2023 Top 25 -> its submission year -> every
+    # weakness submitted in that year, by id.
     "cwe_004": """
-        SELECT 'CWE-' || id, name, status, strftime(submitted, '%Y-%m-%d')
-        FROM weakness
-        WHERE abstraction = 'Base' AND year(submitted) BETWEEN 2021 AND 2023
-        ORDER BY submitted, id
+        WITH latest AS (
+            SELECT max(w.submitted) AS day
+            FROM view_member vm JOIN weakness w ON w.id = vm.member_id
+            WHERE vm.view_id = 1425
+        )
+        SELECT 'CWE-' || id, name, abstraction, strftime(submitted, '%Y-%m-%d')
+        FROM weakness, latest
+        WHERE year(submitted) = year(latest.day)
+        ORDER BY id
+    """,
+    # Ranks 12 and 14 of the 2023 Top 25 -> their view-699 categories -> Draft members, the
+    # rank-12 category's first.
+    "cwe_005": """
+        WITH target AS (
+            SELECT rank, member_id FROM view_member WHERE view_id = 1425 AND rank IN (12, 14)
+        ), holder AS (
+            SELECT DISTINCT t.rank, cm.category_id
+            FROM category_member cm JOIN target t ON cm.member_id = t.member_id
+            WHERE cm.view_id = 699
+        )
+        SELECT 'CWE-' || w.id, w.name, strftime(w.submitted, '%Y-%m-%d')
+        FROM category_member cm
+        JOIN holder h ON cm.category_id = h.category_id
+        JOIN weakness w ON w.id = cm.member_id
+        WHERE w.status = 'Draft'
+        ORDER BY h.rank, w.id
     """,
 }
 

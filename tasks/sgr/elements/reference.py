@@ -40,15 +40,32 @@ UNIT_SECONDS_SQL = """
 """
 NL = "chr(10)"
 
-QUERIES: dict[str, str] = {
-    # Actinide series, by discovery year (ties: atomic number).
-    "elements_001": f"""
+
+def _latest_in_series(series: str, low: int, high: int, radioactive_only: bool = False) -> str:
+    """The most recently discovered element of ``series`` -> its isotopes discovered in
+    [low, high] (optionally radioactive ones only), by mass number."""
+    extra = " AND i.is_radioactive = 1" if radioactive_only else ""
+    return f"""
+        WITH target AS (
+            SELECT e.atomic_number, e.symbol
+            FROM elements e JOIN series s ON s.id = e.series_id
+            WHERE s.name = '{series}' AND e.discovery_year IS NOT NULL
+            ORDER BY e.discovery_year DESC, e.atomic_number
+            LIMIT 1
+        )
         SELECT string_agg(
-            e.symbol || '|' || e.name || '|' || coalesce(CAST(e.discovery_year AS VARCHAR), ''),
-            {NL} ORDER BY e.discovery_year NULLS LAST, e.atomic_number)
-        FROM elements e JOIN series s ON s.id = e.series_id
-        WHERE s.name = 'Actinides'
-    """,
+            t.symbol || '-' || i.mass_number || '|' || i.mass_number || '|'
+            || coalesce(CAST(i.half_life AS VARCHAR), '') || '|' || coalesce(i.half_life_unit, '')
+            || '|' || i.discovery_year,
+            {NL} ORDER BY i.mass_number, i.id)
+        FROM isotopes i JOIN target t ON t.atomic_number = i.atomic_number
+        WHERE i.discovery_year BETWEEN {low} AND {high}{extra}
+    """
+
+
+QUERIES: dict[str, str] = {
+    # The most recently discovered metalloid: its isotopes found 2000-2009.
+    "elements_001": _latest_in_series("Metalloids", 2000, 2009),
     # The earliest-discovered halogen decides whose isotopes are listed (1930-1949).
     "elements_002": f"""
         WITH target AS (
@@ -65,18 +82,6 @@ QUERIES: dict[str, str] = {
         FROM isotopes i JOIN target t ON t.atomic_number = i.atomic_number
         WHERE i.discovery_year BETWEEN 1930 AND 1949
     """,
-    # Naturally occurring isotopes of the two period-4 s-block elements.
-    "elements_003": f"""
-        WITH targets AS (
-            SELECT atomic_number, symbol FROM elements WHERE block = 's' AND period = 4
-        )
-        SELECT string_agg(
-            t.symbol || '-' || i.mass_number || '|' || i.mass_number || '|'
-            || CAST(i.abundance AS VARCHAR) || '|' || i.discovery_year,
-            {NL} ORDER BY t.atomic_number, i.mass_number, i.id)
-        FROM isotopes i JOIN targets t ON t.atomic_number = i.atomic_number
-        WHERE i.abundance IS NOT NULL
-    """,
     # The radioactive d-block element of period 5: isotopes found 1930-1959, longest-lived first.
     "elements_004": f"""
         WITH target AS (
@@ -92,15 +97,28 @@ QUERIES: dict[str, str] = {
         JOIN units u ON u.unit = i.half_life_unit
         WHERE i.discovery_year BETWEEN 1930 AND 1959 AND i.is_radioactive = 1
     """,
+    # The most recently discovered alkali metal: its isotopes found 1960-1969.
+    "elements_003": _latest_in_series("Alkali metals", 1960, 1969),
+    # The most recently discovered alkaline earth metal: radioactive isotopes found 1970-1979.
+    "elements_005": _latest_in_series("Alkaline earth metals", 1970, 1979, radioactive_only=True),
 }
-# Checks that the intermediate evidence is what the tasks assume (one element each).
+# Checks that the intermediate evidence is unique: one latest element per series, and one
+# radioactive d-block element in period 5.
+_LATEST = """
+    SELECT count(*) FROM elements e JOIN series s ON s.id = e.series_id
+    WHERE s.name = '{}' AND e.discovery_year = (
+        SELECT max(e2.discovery_year) FROM elements e2 JOIN series s2 ON s2.id = e2.series_id
+        WHERE s2.name = '{}')
+"""
 CHECKS: dict[str, str] = {
-    "elements_003": "SELECT count(*) FROM elements WHERE block = 's' AND period = 4",
+    "elements_001": _LATEST.format("Metalloids", "Metalloids"),
+    "elements_003": _LATEST.format("Alkali metals", "Alkali metals"),
     "elements_004": (
         "SELECT count(*) FROM elements WHERE block = 'd' AND period = 5 AND is_radioactive = 1"
     ),
+    "elements_005": _LATEST.format("Alkaline earth metals", "Alkaline earth metals"),
 }
-EXPECTED_COUNTS = {"elements_003": 2, "elements_004": 1}
+EXPECTED_COUNTS = {"elements_001": 1, "elements_003": 1, "elements_004": 1, "elements_005": 1}
 
 
 def database_path() -> Path:

@@ -91,10 +91,24 @@ def most_populous(con: duckdb.DuckDBPyConnection, continent: str, rank: int) -> 
     )
 
 
-def task_001(con: duckdb.DuckDBPyConnection) -> str:
-    """South America's most populous country -> its region with most cities -> cities >= 500k."""
-    iso = most_populous(con, "SA", 1)
-    region = _one(
+def largest_area(con: duckdb.DuckDBPyConnection, continent: str) -> str:
+    """ISO code of the country with the largest area within ``continent``."""
+    return _one(
+        con,
+        """
+        SELECT iso FROM (
+            SELECT iso, area_km2, rank() OVER (ORDER BY area_km2 DESC) AS r,
+                   count(*) OVER (PARTITION BY area_km2) AS same
+            FROM country WHERE continent = ?
+        ) WHERE r = 1 AND same = 1
+        """,
+        [continent],
+    )
+
+
+def busiest_region(con: duckdb.DuckDBPyConnection, iso: str) -> str:
+    """The admin-1 region of ``iso`` holding the most listed cities (unique)."""
+    return _one(
         con,
         """
         WITH counts AS (SELECT region, count(*) AS n FROM city WHERE country = ? GROUP BY region)
@@ -102,27 +116,34 @@ def task_001(con: duckdb.DuckDBPyConnection) -> str:
         """,
         [iso],
     )
+
+
+def cities(
+    con: duckdb.DuckDBPyConnection, iso: str, region: str, low: int, high: int | None = None
+) -> str:
+    """name|population of the region's cities in the inclusive window, most populous first."""
     rows = con.execute(
         """
         SELECT name, population FROM city
-        WHERE country = ? AND region = ? AND population >= 500000
+        WHERE country = ? AND region = ? AND population >= ? AND population <= ?
         ORDER BY population DESC, geonameid
         """,
-        [iso, region],
+        [iso, region, low, high if high is not None else 10**12],
     ).fetchall()
     return _text(rows)
+
+
+def task_001(con: duckdb.DuckDBPyConnection) -> str:
+    """South America's most populous country -> its region with most cities -> cities of
+    500,000 to 1,999,999."""
+    iso = most_populous(con, "SA", 1)
+    return cities(con, iso, busiest_region(con, iso), 500000, 1999999)
 
 
 def task_002(con: duckdb.DuckDBPyConnection) -> str:
-    """African countries paying in the Central African CFA franc, largest area first."""
-    rows = con.execute(
-        """
-        SELECT iso, name, capital, area_km2, population FROM country
-        WHERE continent = 'AF' AND currency = 'XAF'
-        ORDER BY area_km2 DESC, iso
-        """
-    ).fetchall()
-    return _text(rows)
+    """Africa's largest country by area -> its region with most cities -> cities >= 50,000."""
+    iso = largest_area(con, "AF")
+    return cities(con, iso, busiest_region(con, iso), 50000)
 
 
 def task_003(con: duckdb.DuckDBPyConnection) -> str:
@@ -140,29 +161,37 @@ def task_003(con: duckdb.DuckDBPyConnection) -> str:
 
 
 def task_004(con: duckdb.DuckDBPyConnection) -> str:
-    """Germany's admin-1 regions: number of listed cities and the largest one."""
-    rows = con.execute(
-        """
-        SELECT region, count(*) AS cities,
-               arg_min(name, (-population, geonameid)) AS largest_city,
-               max(population) AS largest_population
-        FROM city WHERE country = 'DE'
-        GROUP BY region ORDER BY region
-        """
-    ).fetchall()
-    return _text(rows)
+    """The US region (state) with most cities -> its cities of 100,000-150,000."""
+    return cities(con, "US", busiest_region(con, "US"), 100000, 150000)
+
+
+def task_005(con: duckdb.DuckDBPyConnection) -> str:
+    """North America's largest country by area -> its region with most cities -> 250k+."""
+    iso = largest_area(con, "NA")
+    return cities(con, iso, busiest_region(con, iso), 250000)
+
+
+def task_006(con: duckdb.DuckDBPyConnection) -> str:
+    """Europe's most populous country -> its region with most cities -> 150,000-300,000."""
+    iso = most_populous(con, "EU", 1)
+    return cities(con, iso, busiest_region(con, iso), 150000, 300000)
+
+
+TASKS = {
+    "places_001": task_001,
+    "places_002": task_002,
+    "places_003": task_003,
+    "places_004": task_004,
+    "places_005": task_005,
+    "places_006": task_006,
+}
 
 
 def answers() -> dict[str, str]:
     """``{task_id: oracle_answer}`` for the constraint-guided ids."""
     con = connect()
     try:
-        return {
-            "places_001": task_001(con),
-            "places_002": task_002(con),
-            "places_003": task_003(con),
-            "places_004": task_004(con),
-        }
+        return {task_id: task(con) for task_id, task in TASKS.items()}
     finally:
         con.close()
 
