@@ -11,6 +11,7 @@ from sgr_helpers import task_record, write_jsonl
 from sgrgym.cli import main
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_file
+from sgrgym.sgr.commands import demo_task_files
 from sgrgym.sgr.families import load_families, paper_families
 from sgrgym.sgr.score import score_tasks
 from sgrgym.sgr.tasks import load_tasks
@@ -171,7 +172,8 @@ def test_compare_reads_real_run_folders(
     assert code == 0
     oracle, default = json.loads(out)["systems"]
     assert (oracle["system"], oracle["agent"]) == ("oracle", "oracle")
-    assert oracle["report"]["overall"] == {"item_f1": 1.0, "row_f1": 1.0, "poa": 1.0, "n": 24}
+    n = len(load_tasks(demo_task_files()))
+    assert oracle["report"]["overall"] == {"item_f1": 1.0, "row_f1": 1.0, "poa": 1.0, "n": n}
     assert default["report"]["overall"]["item_f1"] < 0.2
     # Re-scoring gives what the run itself wrote to scores.json.
     written = json.loads((tmp_path / "default" / "scores.json").read_text())

@@ -12,7 +12,7 @@ from site_checks import PAIRS, TASKS_ROOT, reference, site_tasks
 
 from sgrgym.cli import main
 from sgrgym.sgr.commands import demo_task_files
-from sgrgym.sgr.sites.app import SITES, load_site
+from sgrgym.sgr.sites.app import TASK_SITES, load_site
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 from sgrgym.sgr.taskstats import task_stats
 
@@ -37,15 +37,15 @@ def tasks() -> list[ScoringTask]:
 
 
 def test_every_site_has_its_tasks() -> None:
-    assert sorted(PAIRS) == sorted(SITES)
-    assert len(SITES) >= 5
-    for site in SITES:
+    assert sorted(PAIRS) == sorted(TASK_SITES)
+    assert len(TASK_SITES) >= 5
+    for site in TASK_SITES:
         assert len(site_tasks(site)) == 2 * PAIRS[site]
 
 
 def test_sites_offer_three_mechanisms_and_an_export_state() -> None:
     exports = []
-    for name in sorted(SITES):
+    for name in sorted(TASK_SITES):
         app = load_site(name)
         kinds = {c.kind for c in app.model.controls}
         assert len(kinds) >= 3, name

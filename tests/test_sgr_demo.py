@@ -136,7 +136,7 @@ def test_rendering_reproduces_every_archived_page(
     snapshot, env = _world(demo[0])
     assert env.renderer is not None and set(env.renderer.apps) == set(SITES)
     urls = snapshot.urls()
-    assert len(urls) == 898  # every archived page of the demo pack
+    assert len(urls) == len(set(urls)) > 1000  # every archived page of the demo pack
     for url in urls:
         model = env.sim.site_of_url(url)
         assert model is not None, url
@@ -213,45 +213,40 @@ def test_constructed_cases_get_appendix_g_labels(
 ) -> None:
     _, env = _world(demo[0])
     tasks = {t.task_id: t for t in demo[1]}
-    actinides = tasks["elements_001"]
+    tc = tasks["elements_004"]  # Tc isotopes discovered 1930-1959, longest half-life first
     base = "http://elements.sgrgym.test"
-    lanthanides = f"{base}/elements?order=asc&series=lanthanides&sort=year"
-    answer_page = f"{base}/elements?order=asc&series=actinides&sort=year"
-    wrong_rows = env.fetch(lanthanides)
+    iso = f"{base}/isotopes?element=Tc"
+    answer_page = f"{iso}&from=1930&order=desc&sort=half_life&to=1959"
+    prefix = [f"{base}/", f"{base}/?node=d", f"{base}/?node=d.5", f"{base}/?node=d.5.Tc", iso]
+    by_year = f"{iso}&from=1930&order=desc&sort=year&to=1959"  # right control, wrong value
+    wrong_rows = env.fetch(by_year)
     assert wrong_rows.status == 200  # a rendered, plausible page
-    lanthanide_answer = answer_from([wrong_rows], env.reset(actinides))
-    assert _label(env, actinides, [f"{base}/", lanthanides], lanthanide_answer) == (
-        "criterion mismatch"
-    )
-    assert _label(env, actinides, [f"{base}/elements?block=f"], "U|Uranium|1789") == (
-        "retrieval-scope drift"
-    )
-    gold = actinides.task.oracle_answer
+    year_answer = answer_from([wrong_rows], env.reset(tc))
+    assert _label(env, tc, [*prefix, by_year], year_answer) == "criterion mismatch"
+    wide = f"{iso}&from=1940&order=desc&sort=half_life&to=1959"  # the wrong time window
+    obs = env.reset(tc)
+    wide_answer = answer_from([env.fetch(wide)], obs)
+    assert _label(env, tc, [*prefix, wide], wide_answer) == "retrieval-scope drift"
+    gold = tc.task.oracle_answer
     reversed_answer = "\n".join(reversed(gold.split("\n")))
-    assert _label(env, actinides, [answer_page], reversed_answer) == "final answer composition"
-    misread = gold.replace("1789", "1798")
-    assert _label(env, actinides, [answer_page], misread) == "in-page evidence misreading"
-    assert _label(env, actinides, [answer_page], gold) == "solved"
-    assert _label(env, actinides, ["http://chem-notes.sgrgym.test/"], gold[:20]) == (
-        "site never reached"
-    )
-    # commuting filters: set either way round, the same states; no divergence
-    cwe = tasks["cwe_001"]
-    w = "http://cwe.sgrgym.test/weaknesses"
-    swapped = [f"{w}", f"{w}?likelihood=High", f"{w}?likelihood=High&status=Stable",
-               f"{w}?likelihood=High&order=asc&sort=name&status=Stable"]  # fmt: skip
-    assert _label(env, cwe, swapped, cwe.task.oracle_answer) == "solved"
-    reference = reference_of(cwe)
+    assert _label(env, tc, [*prefix, answer_page], reversed_answer) == "final answer composition"
+    misread = gold.replace("1946", "1964")
+    assert _label(env, tc, [*prefix, answer_page], misread) == "in-page evidence misreading"
+    assert _label(env, tc, [*prefix, answer_page], gold) == "solved"
+    assert _label(env, tc, ["http://chem-notes.sgrgym.test/"], gold[:20]) == ("site never reached")
+    # commuting operations: sort before window instead of after, no divergence
+    swapped = [*prefix, f"{iso}&order=desc&sort=half_life", answer_page]
+    assert _label(env, tc, swapped, gold) == "solved"
+    reference = reference_of(tc)
     assert reference is not None
-    env.reset(cwe)
+    env.reset(tc)
     for url in swapped:
         env.fetch(url)
-    episode = env.finish(cwe.task.oracle_answer)
-    diag = diagnose(cwe, reference, env.sites["cwe"], episode.trajectory,
-                    score_answer(cwe, cwe.task.oracle_answer), cwe.task.oracle_answer)  # fmt: skip
-    assert diag.first_divergence_step is None and diag.steps_outside_reference == 0
+    episode = env.finish(gold)
+    diag = diagnose(tc, reference, env.sites["elements"], episode.trajectory,
+                    score_answer(tc, gold), gold)  # fmt: skip
+    assert diag.first_divergence_step is None
     # the data-dependent step taken with a wrong intermediate value (Mo instead of Tc)
-    tc = tasks["elements_004"]
     path = [f"{base}/?node=d", f"{base}/?node=d.5", f"{base}/?node=d.5.Mo",
             f"{base}/isotopes?element=Mo"]  # fmt: skip
     assert _label(env, tc, path, "NONE") == "retrieval dependency error"

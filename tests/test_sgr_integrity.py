@@ -72,8 +72,9 @@ def _edit_cwe_model(pack: Path, edit: str) -> None:
     manifest = json.loads((pack / "manifest.json").read_text(encoding="utf-8"))
     model = next(s for s in manifest["sites"] if s["host"].startswith("cwe."))["model"]
     if edit == "value":
-        control = next(c for c in model["controls"] if c["values"])
-        control["values"][0] += "x"
+        # a value that cwe_001's reference path sets (the Top 25 view it opens)
+        control = next(c for c in model["controls"] if "1425" in c["values"])
+        control["values"][control["values"].index("1425")] += "x"
     else:
         model["controls"][0]["kind"] = 5
     (pack / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")

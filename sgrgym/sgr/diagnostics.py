@@ -121,6 +121,7 @@ def _root_cause(
     reached: set[State],
 ) -> tuple[str, int] | None:  # fmt: skip
     """(category, state index) of the first required state not reached, None if all were."""
+    on_path = set(path)
     previous = 0
     for index in required:
         target = path[index]
@@ -134,6 +135,8 @@ def _root_cause(
             for j in range(k, index + 1):
                 want = path[j]
                 for state in reached:
+                    if state in on_path:  # a state of the path itself is no wrong value
+                        continue
                     diff = _differs(state, want)
                     taken = all(state.get(param) for param in diff)  # set, to another value
                     if state.path == want.path and diff and diff <= changed and taken:

@@ -62,6 +62,7 @@ class SiteRenderer:
 
 def _check(snapshot: Snapshot, app: SiteApp, entry: BaseModel) -> None:
     name = app.model.name
+    where = f"pack {snapshot.manifest.pack} ({snapshot.pack_dir / 'manifest.json'})"
     built, installed = entry.model_dump(), site_info(app).model_dump()
     if built != installed:
         fields = [
@@ -76,14 +77,14 @@ def _check(snapshot: Snapshot, app: SiteApp, entry: BaseModel) -> None:
             or "the site model (routes, controls or values) differs"
         )
         raise UserError(
-            f"pack {snapshot.manifest.pack}: site {name}: the installed site app is not the one "
+            f"{where}: site {name}: the installed site app is not the one "
             f"the pack was built with ({detail}); {REBUILD_HINT}"
         )
     start = app.model.url(app.model.default_state())
     archived = snapshot.fetch(start)
     if archived.match == "miss" or app.respond(start)[2] != archived.body:
         raise UserError(
-            f"pack {snapshot.manifest.pack}: site {name}: the installed app renders {start} "
+            f"{where}: site {name}: the installed app renders {start} "
             f"differently from the archived page (the site code changed); {REBUILD_HINT}"
         )
 

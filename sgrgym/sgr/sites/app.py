@@ -26,18 +26,21 @@ from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
 FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
 
 # name -> module holding ``make_app() -> SiteApp`` (or ``module:factory`` for another name)
-SITES: dict[str, str] = {
+TASK_SITES: dict[str, str] = {
     "elements": "sgrgym.sgr.sites.elements",
     "cwe": "sgrgym.sgr.sites.cwe",
     "places": "sgrgym.sgr.sites.places",
     "diseases": "sgrgym.sgr.sites.diseases",
     "weather": "sgrgym.sgr.sites.weather",
-    # Sites that are not task targets: pages with overlapping vocabulary for web search.
+}
+# Sites that are not task targets: pages with overlapping vocabulary for web search.
+DISTRACTOR_SITES: dict[str, str] = {
     "chem-notes": "sgrgym.sgr.sites.distractors:chem_notes",
     "secure-digest": "sgrgym.sgr.sites.distractors:secure_digest",
     "atlas-trivia": "sgrgym.sgr.sites.distractors:atlas_trivia",
     "study-forum": "sgrgym.sgr.sites.distractors:study_forum",
 }
+SITES: dict[str, str] = {**TASK_SITES, **DISTRACTOR_SITES}
 HTML = "text/html; charset=utf-8"
 NOT_FOUND_TEXT = (
     "There is no page at this address. Use the links above to go back to the site's pages."
@@ -45,7 +48,8 @@ NOT_FOUND_TEXT = (
 
 
 __all__ = [
-    "SITES", "NotFound", "SiteApp", "load_site", "package_file", "package_source",
+    "DISTRACTOR_SITES", "SITES", "TASK_SITES", "NotFound", "SiteApp", "load_site",
+    "package_file", "package_source",
 ]  # fmt: skip
 
 
