@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from chat_server import ChatHandler, scripted
 
 from sgrgym.errors import UserError
 from sgrgym.llm.chat import ChatClient
@@ -19,45 +19,14 @@ from sgrgym.runs.loopback import serve_http
 SECRET = "sk-chat-secret-4242"
 
 
-class ChatHandler(BaseHTTPRequestHandler):
-    """Scripted ``POST /v1/chat/completions``: the reply names the seed and the last message."""
-
-    received: ClassVar[list[dict[str, Any]]] = []
-    auth: ClassVar[list[str | None]] = []
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).received.append(body)
-        type(self).auth.append(self.headers.get("Authorization"))
-        last = body["messages"][-1]["content"]
-        text = (
-            f"seed {body.get('seed')} t={body.get('temperature')} «{last[:20]}» Completeness: 0.4"
-        )
-        payload = {
-            "id": f"cmpl-{len(type(self).received)}",
-            "model": "served-model-7b",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
-        }  # fmt: skip
-        raw = json.dumps(payload, ensure_ascii=False).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+def echo(body: dict[str, Any]) -> str:
+    last = body["messages"][-1]["content"]
+    return f"seed {body.get('seed')} t={body.get('temperature')} «{last[:20]}» Completeness: 0.4"
 
 
 @pytest.fixture
 def handler() -> Iterator[type[ChatHandler]]:
-    class Handler(ChatHandler):
-        received: ClassVar[list[dict[str, Any]]] = []
-        auth: ClassVar[list[str | None]] = []
-
-    yield Handler
+    yield scripted(echo)
 
 
 def messages(text: str) -> list[dict[str, str]]:

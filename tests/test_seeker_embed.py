@@ -187,7 +187,7 @@ def test_openai_record_then_replay_offline(
         replayed = replay.embed(texts)
         assert replayed.dtype == np.float32 and replayed.shape == (3, DIMS)
         assert replayed.tobytes() == recorded.tobytes()
-        with pytest.raises(UserError, match="not in the cache .* record it first"):
+        with pytest.raises(UserError, match=r"not in the cache .* record it first"):
             replay.embed(["a query never recorded"])
     expected = np.asarray(fake_vector("emb-test", "first query"), dtype=np.float64)
     expected /= np.linalg.norm(expected)

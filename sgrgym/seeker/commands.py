@@ -180,11 +180,23 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
+        LLMOptions,
         render_stopping,
         render_table,
         run_calibration,
     )
 
+    llm = None
+    if "llm" in args.estimator and args.llm_model:
+        from sgrgym.errors import UserError
+
+        if not args.base_url or not args.llm_cache:
+            raise UserError("--estimator llm needs --base-url URL and --llm-cache FILE")
+        llm = LLMOptions(
+            model=args.llm_model, base_url=args.base_url, cache=args.llm_cache,
+            mode=args.llm_mode, api_key_env=args.api_key_env, temperature=args.temperature,
+            max_tokens=args.max_tokens, prompt=args.prompt,
+        )  # fmt: skip
     options = CalibrateOptions(
         corpus_file=args.corpus_file or corpus_path(args.corpus),
         store_dir=args.store or store_path(args.corpus, args.model),
@@ -192,7 +204,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
         splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
         stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
-        estimate_cache=args.estimate_cache, out=args.out,
+        estimate_cache=args.estimate_cache, out=args.out, protocol=args.protocol,
+        failure_rule=args.failure_rule, estimate_belief=args.estimate_belief, llm=llm,
+        queries_per_step=args.queries_per_step, theta=args.theta,
     )  # fmt: skip
     reports = run_calibration(options, None if args.quiet else progress_bar)
     if args.json:
@@ -301,7 +315,40 @@ def add_commands(areas: Any) -> None:
                            help="persistent vector cache (SQLite; default: in memory)")  # fmt: skip
     calibrate.add_argument("--estimator", nargs="+", metavar="NAME",
                            default=["constant", "abstract-coverage", "visible-count"],
-                           help="constant | abstract-coverage | visible-count (all)")  # fmt: skip
+                           help="constant | abstract-coverage | visible-count | llm (default: "
+                           "the three offline ones)")  # fmt: skip
+    llm = calibrate.add_argument_group("LLM estimator (--estimator llm)")
+    llm.add_argument("--llm-model", metavar="NAME", help="chat model name (--model names the "
+                     "embedder)")  # fmt: skip
+    llm.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
+    llm.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                     help="environment variable holding the API key (never stored)")  # fmt: skip
+    llm.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="sampling temperature (default 0: ours, the paper gives none)",
+    )
+    llm.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
+    llm.add_argument("--llm-cache", type=Path, metavar="FILE",
+                     help="recorded chat completions (requests-cache SQLite)")  # fmt: skip
+    llm.add_argument("--llm-mode", choices=["record", "replay", "refresh"], default="replay",
+                     help="replay (offline, default), record (fill misses), refresh")  # fmt: skip
+    llm.add_argument("--prompt", type=Path, metavar="FILE",
+                     help="prompt file (default: the packaged completeness-v1)")  # fmt: skip
+    calibrate.add_argument("--estimate-belief", default="dedup-hidden-ids",
+                           choices=["dedup-hidden-ids", "dedup"],
+                           help="belief rendering the estimator sees (default: dedup with "
+                           "passage ids hidden: an id is a position and bounds N)")  # fmt: skip
+    calibrate.add_argument("--protocol", default="splits-x-seeds",
+                           choices=["splits-x-seeds", "resampled-partitions"],
+                           help="splits-x-seeds (section 3.3: seeds vary the estimator "
+                           "within each split) or resampled-partitions (a partition per "
+                           "split and seed)")  # fmt: skip
+    calibrate.add_argument("--failure-rule", default="worst", choices=["worst", "exclude"],
+                           help="unreadable estimates: scored as the worst estimate (default) "
+                           "or excluded from that seed's sets")  # fmt: skip
     calibrate.add_argument("--alpha", type=float, default=0.1, help="miscoverage α (0.1)")
     calibrate.add_argument("--interval-width", type=int, metavar="Δ",
                            help="width of the remaining-passage intervals, one state each "
@@ -310,11 +357,19 @@ def add_commands(areas: Any) -> None:
     calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
     calibrate.add_argument("--seeds", type=int, default=10, help="seeds per split (10)")
     calibrate.add_argument("--stop-delta", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.3],
-                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3)")  # fmt: skip
+                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3: ours, "
+                           "the paper gives none)")  # fmt: skip
     calibrate.add_argument("--no-stopping", action="store_true",
                            help="skip the calibrated-stopping episodes")  # fmt: skip
     calibrate.add_argument("--agent", default="sentences", help="agent for stopping episodes")
-    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    calibrate.add_argument(
+        "--queries-per-step",
+        type=int,
+        metavar="K",
+        help="queries per step (default 2 sentences, 4 phrases: ours)",
+    )
+    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10; ours)")
+    calibrate.add_argument("--theta", type=float, help="override the store's pinned θ")
     calibrate.add_argument("--estimate-cache", type=Path, metavar="FILE",
                            help="persistent estimate cache (JSONL)")  # fmt: skip
     calibrate.add_argument("--out", type=Path, metavar="DIR",
