@@ -137,8 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     env = _env(args, args.theta)
     docs = args.docs or env.store.documents()
     summary = run_seeker(
-        env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
-        args.seeds, args.out, None if args.quiet else progress_bar,
+        env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
+        args.belief, docs, args.seeds, args.out, None if args.quiet else progress_bar,
     )  # fmt: skip
     if args.json:
         write_json(summary.model_dump_json())
@@ -151,6 +151,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
         print(f"\ncompleteness by step (%): {curve}")
         print(f"query diversity {summary.query_diversity:.3f}; episodes in {args.out}/")
+        print(summary.theta_note)
     return 0
 
 
@@ -160,20 +161,59 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
 
-    rows, results = [], {}
+    rows: list[list[str]] = []
+    results: dict[str, float] = {}
+    curves: dict[str, list[float]] = {}
     for theta in args.thetas:
         env = _env(args, theta)
         docs = args.docs or env.store.documents()
         summary = run_seeker(
-            env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
-            args.seeds, args.out / f"theta-{theta:.2f}", None if args.quiet else progress_bar,
+            env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
+            args.belief, docs, args.seeds, args.out / f"theta-{theta:.2f}",
+            None if args.quiet else progress_bar,
         )  # fmt: skip
         results[f"{theta:.2f}"] = summary.final_completeness
-        rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}"])
+        curves[f"{theta:.2f}"] = summary.completeness_by_step
+        curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
+        rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}", curve])
     if args.json:
-        write_json(json.dumps({"agent": args.agent, "final_completeness": results}))
+        write_json(json.dumps({"agent": args.agent, "final_completeness": results,
+                               "completeness_by_step": curves}))  # fmt: skip
     else:
-        print(format_table(["θ", "Final completeness %"], rows))
+        print(format_table(["θ", "Final completeness %", "Completeness by step %"], rows))
+    return 0
+
+
+def cmd_select_theta(args: argparse.Namespace) -> int:
+    from sgrgym.report.table import format_table
+    from sgrgym.seeker.theta import pin_theta, select_theta, write_evidence
+
+    env = _env(args)
+    store_dir = args.store or store_path(args.corpus, args.model)
+    evidence = select_theta(
+        env.corpus, env.store, _embedder(args.model, args.query_cache), grid=args.grid,
+        agent=args.agent, belief=args.belief, horizon=args.steps,
+        queries_per_step=args.queries_per_step, progress=None if args.quiet else progress_bar,
+    )  # fmt: skip
+    if args.pin:
+        selection = pin_theta(store_dir, evidence)
+        where = f"{store_dir / selection.file} (sha256 {selection.sha256}); θ pinned in manifest"
+    else:
+        out = args.out or Path("runs") / "theta-selection.json"
+        where = f"{out} (sha256 {write_evidence(evidence, out)}); not pinned (use --pin)"
+    if args.json:
+        write_json(evidence.model_dump_json())
+        return 0
+    rows = [
+        [f"{p.theta:.2f}", f"{100 * p.off_topic_hit_rate:.1f}",
+         f"{100 * p.targeted_miss_rate:.1f}", f"{100 * p.abstract_miss_rate:.1f}",
+         " ".join(f"{100 * c:.1f}" for c in p.completeness_by_step)]
+        for p in evidence.points
+    ]  # fmt: skip
+    print(format_table(["θ", "Off-topic hits %", "Targeted misses %", "Abstract misses %",
+                        f"Completeness by step % ({args.agent})"], rows))  # fmt: skip
+    print(f"\nbalance: the rates cross at θ ≈ {evidence.crossing}; chosen θ = "
+          f"{evidence.chosen:.2f} ({evidence.rule})\nevidence: {where}")  # fmt: skip
     return 0
 
 
@@ -223,7 +263,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
@@ -233,10 +273,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="sentences",
                         help="sentences | phrases | oracle-text (default: sentences)")  # fmt: skip
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
-    parser.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    parser.add_argument(
+        "--steps", type=int, default=10, help="horizon M (default: 10; ours: the paper gives none)"
+    )
+    parser.add_argument(
+        "--queries-per-step",
+        type=int,
+        metavar="K",
+        help="queries per step (default: 2 sentences, 4 phrases; ours)",
+    )
     parser.add_argument("--seeds", type=int, default=1, help="episodes per document")
     parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--out", type=Path, required=out_required, metavar="PATH")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -295,10 +343,26 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--theta", type=float, help="override the store's θ")
     run.set_defaults(handler=cmd_run)
 
-    sweep = cmds.add_parser("sweep-theta", help="final completeness for several θ values")
+    sweep = cmds.add_parser("sweep-theta", help="completeness per step for several θ values")
     _common(sweep)
     sweep.add_argument("--thetas", nargs="+", type=float, required=True)
     sweep.set_defaults(handler=cmd_sweep_theta)
+
+    select = cmds.add_parser(
+        "select-theta", help="choose θ for an embedder and corpus (appendix A.2)",
+        description="Run the agent over a θ grid (completeness per step, figure 5a), measure "
+        "off-topic queries (other clusters' abstract sentences) that retrieve anything and "
+        "passage keyword queries that retrieve nothing, and choose the grid θ where the worse "
+        "of the two rates is smallest. --pin writes the evidence beside the store's manifest "
+        "and pins the chosen θ there.",
+    )  # fmt: skip
+    _common(select, out_required=False)
+    select.add_argument("--grid", nargs="+", type=float, metavar="θ",
+                        default=[0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
+                        help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 "
+                        "extended downwards, ours)")  # fmt: skip
+    select.add_argument("--pin", action="store_true", help="pin the chosen θ in the store manifest")
+    select.set_defaults(handler=cmd_select_theta)
 
     calibrate = cmds.add_parser(
         "calibrate", help="completeness estimators: split-conformal q̂, R², coverage (table 4)",

@@ -24,6 +24,7 @@ from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.env import SeekerEnv
 from sgrgym.seeker.retrieval import query_diversity
+from sgrgym.seeker.store import theta_note
 
 Progress = Callable[[int, int, str], None]
 
@@ -35,6 +36,7 @@ class SeekerSummary(BaseModel):
     steps: int
     seeds: int
     theta: float
+    theta_note: str = ""  # whether θ is the store's pinned (selected) θ or an override
     episodes: int
     final_completeness: float
     final_completeness_by_topic: dict[str, float]
@@ -128,6 +130,6 @@ def run_seeker(
                     )
     summary = summarize(
         episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
-    )
+    ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
     (out_dir / "summary.json").write_text(summary.model_dump_json(indent=2) + "\n", "utf-8")
     return summary
