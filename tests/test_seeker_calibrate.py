@@ -529,6 +529,22 @@ def test_evaluate_stopping_against_the_horizon() -> None:
     assert result.completeness_at_horizon == 0.4 and result.completeness_at_stop == 0.3
     assert result.completeness_lost == 0.1
     assert result.interval_coverage == 1.0
+    tokened = [t.model_copy(update={"belief_tokens": (10, 20, 30, 40)}) for t in traces]
+    # The same episodes run with the rule inside: a ended after step 2, b ran to the horizon.
+    live = [
+        tokened[0].model_copy(update={"completeness": (0.1, 0.4), "c_hat": (0.2, 0.6),
+                                      "belief_tokens": (10, 20), "stopped": True}),
+        tokened[1],
+    ]  # fmt: skip
+    inside = evaluate_stopping(tokened, q_hat=0.25, delta=0.3, stopped=live)
+    assert inside.stopped == inside.stopped_early == 1 and inside.mean_stop_step == 3.0
+    assert inside.tokens_saved == 35.0 and inside.tokens_saved_share == round(70 / 200, 6)
+    assert inside.completeness_lost == result.completeness_lost
+    assert inside.stops_with_c_at_least_delta == 1.0
+    with pytest.raises(ValueError, match="differ"):
+        evaluate_stopping(tokened, q_hat=0.25, delta=0.3, stopped=live[:1] + live[:1])
+    never = evaluate_stopping(tokened, q_hat=0.9, delta=0.3)
+    assert never.stopped == 0 and math.isnan(never.stops_with_c_at_least_delta)
     with pytest.raises(UserError):
         evaluate_stopping([], 0.1, 0.1)
 
