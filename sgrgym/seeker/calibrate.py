@@ -764,7 +764,8 @@ def _fmt(value: float, digits: int = 3) -> str:
 
 
 def render_table(reports: Sequence[CalibrationReport]) -> str:
-    """A table shaped like the paper's table 4: q̂ ± std, R² ± std, coverage per estimator."""
+    """A table shaped like the paper's table 4: q̂ ± std, R² ± std, coverage per estimator,
+    with whether the seeds vary the estimates and how many replies could not be read."""
     if not reports:
         return ""
     first = reports[0]
@@ -775,6 +776,8 @@ def render_table(reports: Sequence[CalibrationReport]) -> str:
             f"{_fmt(r.r2)} ± {_fmt(r.r2_std)}",
             f"{_fmt(r.coverage)} ± {_fmt(r.coverage_std)}",
             str(r.n_states),
+            "sampled" if r.estimator_seeded else "identical",
+            str(r.parse_failures),
         ]
         for r in reports
     ]
@@ -782,8 +785,13 @@ def render_table(reports: Sequence[CalibrationReport]) -> str:
         f"{first.corpus}: α = {first.alpha:g}, Δ = {first.interval_width}, "
         f"{first.splits} splits × {first.seeds} seeds"
     )
-    return format_table(
-        ["Estimator", "q̂", "R²", "Coverage", "States"], rows, groups=[("", 1), (title, 4)]
+    table = format_table(
+        ["Estimator", "q̂", "R²", "Coverage", "States", "Seeds", "Unparsed"], rows,
+        groups=[("", 1), (title, 6)],
+    )  # fmt: skip
+    return (
+        f"{table}\nprotocol {first.protocol}; the estimators saw belief "
+        f"{first.estimate_belief}; unreadable estimates: {first.failure_rule}"
     )
 
 
