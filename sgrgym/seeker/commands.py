@@ -42,10 +42,19 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     )
 
     if args.source == "debian-python-docs":
-        from sgrgym.seeker.pydocs import build_pydocs_corpus
+        from sgrgym.seeker.pydocs import build_pydocs_corpus, filter_set
 
-        corpus = build_pydocs_corpus(progress=None if args.quiet else progress_bar)
-        out = args.out or corpus_path(DEMO)
+        shown = None if args.quiet else progress_bar
+        if args.filters == "encyclopedic" and args.topics == "source":
+            corpus = build_pydocs_corpus(progress=shown)
+            out = args.out or corpus_path(DEMO)
+        else:
+            corpus = build_pydocs_corpus(
+                filters=filter_set(args.filters), manifest=None, progress=shown,
+                topics=_topic_clusters(args),
+                name=args.name or f"pydocs-{args.filters}-{args.topics}",
+            )  # fmt: skip
+            out = args.out or corpus_path(corpus.name)
     elif args.source == "jsonl":
         corpus = import_jsonl(args.path, name=args.name)
         out = args.out or corpus_path(corpus.name)
@@ -67,6 +76,31 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     digest = save_corpus(corpus, out)
     print(render_stats(corpus_stats(corpus), corpus.name))
     print(f"\n{out}: {len(corpus.documents)} documents; sha256 {digest}")
+    return 0
+
+
+def _topic_clusters(args: argparse.Namespace) -> Any:
+    if args.topics == "source":
+        return None
+    from sgrgym.seeker.topics import TopicClustering, make_regroup
+
+    settings = TopicClustering(
+        eps=args.eps, min_samples=args.min_samples, umap_metric=args.umap_metric,
+        umap_components=args.umap_components,
+    )  # fmt: skip
+    return make_regroup(_embedder(DEFAULT_MODEL, None), settings)
+
+
+def cmd_corpus_report(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.pydocs import filter_report, render_filter_report
+
+    report = filter_report()
+    if args.json:
+        write_json(report.model_dump_json())
+    else:
+        print(f"python3.11-doc {report.package_version}: each filter alone (pages failing it) "
+              "and in order (pages left)\n")  # fmt: skip
+        print(render_filter_report(report))
     return 0
 
 
@@ -306,9 +340,32 @@ def add_commands(areas: Any) -> None:
     build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
     build.add_argument("--name", help="corpus name (html/jsonl)")
     build.add_argument("--topic", default="default", help="topic cluster for html documents")
+    build.add_argument("--filters", default="encyclopedic",
+                       choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
+                       help="debian-python-docs filter set: B.1.1 (default, the pinned "
+                       "demo), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
+                       "B.1.2")  # fmt: skip
+    build.add_argument("--topics", default="source", choices=["source", "embedding"],
+                       help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
+                       "abstracts' embeddings (B.1; needs the cluster extra)")  # fmt: skip
+    build.add_argument("--eps", type=float, default=0.16, help="DBSCAN ε (B.1: 0.16)")
+    build.add_argument("--min-samples", type=int, default=160,
+                       help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)")  # fmt: skip
+    build.add_argument("--umap-metric", default="euclidean", choices=["euclidean", "cosine"],
+                       help="UMAP metric (B.1.2: cosine)")  # fmt: skip
+    build.add_argument("--umap-components", type=int, metavar="N",
+                       help="UMAP width (default: half the embedding width; ours)")  # fmt: skip
     build.add_argument("--out", type=Path, metavar="FILE")
     build.add_argument("--quiet", action="store_true")
     build.set_defaults(handler=cmd_build_corpus)
+
+    report = cmds.add_parser(
+        "corpus-report", help="count each curation filter on the demo source (Table-2 style)",
+        description="Parse the installed python3.11-doc pages and count, per filter set (B.1.1, "
+        "B.1.1 with in/out links, B.1.2), the pages failing each filter and those left.",
+    )  # fmt: skip
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(handler=cmd_corpus_report)
 
     export = cmds.add_parser(
         "export-model", help="export all-MiniLM-L6-v2 to ONNX (needs the [export] extra)",
