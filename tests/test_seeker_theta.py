@@ -113,6 +113,11 @@ def test_cli_select_theta_and_run_say_which_theta(clustered, tmp_path: Path, cap
                  "--json"]) == 0  # fmt: skip
     evidence = json.loads(capsys.readouterr().out)
     assert PassageStore.open(store).manifest.theta == evidence["chosen"]
+    check = ["seeker", "select-theta", *common, "--check"]
+    assert main([*check, "--grid", "0.3", "0.6"]) == 0
+    assert "reproduce" in capsys.readouterr().out
+    assert main([*check, "--grid", "0.3", "0.5"]) == 2
+    assert "differs from the pinned one" in capsys.readouterr().err
     assert main(["seeker", "run", *common, "--out", str(tmp_path / "r"), "--json"]) == 0
     pinned = json.loads(capsys.readouterr().out)
     assert "the store's pinned θ (selected by select-theta" in pinned["theta_note"]
@@ -125,3 +130,15 @@ def test_cli_select_theta_and_run_say_which_theta(clustered, tmp_path: Path, cap
     sweep = json.loads(capsys.readouterr().out)
     assert set(sweep["completeness_by_step"]) == {"0.30", "0.65"}
     assert all(len(curve) == 2 for curve in sweep["completeness_by_step"].values())
+
+
+def test_the_demo_store_pins_its_selected_theta() -> None:
+    folder = ROOT / "embeddings" / "pydocs__minilm-l6-onnx"
+    store = PassageStore.open(folder)  # verifies the evidence's sha256
+    evidence = json.loads((folder / "theta-selection.json").read_text())
+    assert store.manifest.theta == evidence["chosen"] == 0.5
+    assert store.manifest.theta_selection is not None
+    assert store.manifest.theta_selection.paper_theta == evidence["paper_theta"] == 0.65
+    assert evidence["model_id"] == store.manifest.model_id
+    assert evidence["vectors_sha256"] == store.manifest.vectors_sha256
+    assert 0.65 in evidence["grid"] and evidence["paper_grid"] == [0.6, 0.65, 0.7]

@@ -97,7 +97,7 @@ from sgrgym.seeker.estimators import (
     visible_belief,
 )
 from sgrgym.seeker.run import episode_seed
-from sgrgym.seeker.store import PassageStore
+from sgrgym.seeker.store import PassageStore, theta_note
 
 FloatArray = npt.NDArray[np.float64]
 Progress = Callable[[int, int, str], None]
@@ -635,6 +635,7 @@ class CalibrationReport(ProtocolSummary):
     estimates_computed: int
     estimates_cached: int
     stopping: list[StoppingResult] = []
+    theta_note: str | None = None  # the stopping episodes' θ against the store's pinned one
 
 
 class Calibration(BaseModel):
@@ -1045,8 +1046,9 @@ def run_calibration(
         traces: list[EpisodeTrace] = []
         if env is not None:
             traces, stopping = run_stopping(env, options, estimator, cache, result, progress)
+            note = theta_note(env.theta, env.store)
             report = result.report.model_copy(
-                update={"stopping": stopping, "llm": llm_details(estimator)}
+                update={"stopping": stopping, "llm": llm_details(estimator), "theta_note": note}
             )
             result = result.model_copy(update={"report": report})
         if options.out is not None:

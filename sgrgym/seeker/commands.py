@@ -229,6 +229,20 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
         agent=args.agent, belief=args.belief, horizon=args.steps,
         queries_per_step=args.queries_per_step, progress=None if args.quiet else progress_bar,
     )  # fmt: skip
+    if args.check:
+        from sgrgym.errors import UserError
+        from sgrgym.hashing import sha256_bytes
+        from sgrgym.seeker.theta import evidence_bytes
+
+        pinned = env.store.manifest.theta_selection
+        digest = sha256_bytes(evidence_bytes(evidence))
+        if pinned is None or pinned.sha256 != digest or env.store.manifest.theta != evidence.chosen:
+            raise UserError(
+                f"{store_dir}: the recomputed θ evidence (sha256 {digest}, θ = "
+                f"{evidence.chosen}) differs from the pinned one; rerun with --pin on purpose"
+            )
+        print(f"{store_dir}: θ = {evidence.chosen} and its evidence reproduce (sha256 {digest})")
+        return 0
     if args.pin:
         selection = pin_theta(store_dir, evidence)
         where = f"{store_dir / selection.file} (sha256 {selection.sha256}); θ pinned in manifest"
@@ -291,7 +305,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         stopping = render_stopping(reports)
         if stopping:
             print(f"\nCalibrated stopping (ĉ - q̂ >= δ; agent {args.agent}, horizon "
-                  f"{args.steps}), against running to the horizon:\n{stopping}")  # fmt: skip
+                  f"{args.steps}; {reports[0].theta_note}), against running to the "
+                  f"horizon:\n{stopping}")  # fmt: skip
         if args.out:
             print(f"\npairs, scores and partitions in {args.out}/<estimator>/")
     return 0
@@ -419,6 +434,9 @@ def add_commands(areas: Any) -> None:
                         help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 "
                         "extended downwards, ours)")  # fmt: skip
     select.add_argument("--pin", action="store_true", help="pin the chosen θ in the store manifest")
+    select.add_argument("--check", action="store_true",
+                        help="recompute and compare with the pinned θ and evidence (exit 2 "
+                        "if they differ)")  # fmt: skip
     select.set_defaults(handler=cmd_select_theta)
 
     calibrate = cmds.add_parser(
