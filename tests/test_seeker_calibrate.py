@@ -717,3 +717,12 @@ def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) ->
         assert replayed[key] == recorded[key]
     assert main([*common[:-2], "--temperature", "0.9"]) == 2
     assert "not in the cache" in capsys.readouterr().err
+
+
+def test_cli_calibrate_bad_options_name_the_flag(capsys) -> None:  # type: ignore[no-untyped-def]
+    from sgrgym.cli import main
+
+    assert main(["seeker", "calibrate", "--steps", "0", "--no-stopping", "--quiet"]) == 2
+    assert "--steps: Input should be greater than or equal to 1" in capsys.readouterr().err
+    assert main(["seeker", "calibrate", "--queries-per-step", "0", "--quiet"]) == 2
+    assert "--queries-per-step" in capsys.readouterr().err

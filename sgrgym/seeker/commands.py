@@ -266,6 +266,8 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
         LLMOptions,
@@ -274,28 +276,35 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         run_calibration,
     )
 
-    llm = None
-    if "llm" in args.estimator and args.llm_model:
+    try:
+        llm = None
+        if "llm" in args.estimator and args.llm_model:
+            from sgrgym.errors import UserError
+
+            if not args.base_url or not args.llm_cache:
+                raise UserError("--estimator llm needs --base-url URL and --llm-cache FILE")
+            llm = LLMOptions(
+                model=args.llm_model, base_url=args.base_url, cache=args.llm_cache,
+                mode=args.llm_mode, api_key_env=args.api_key_env, temperature=args.temperature,
+                max_tokens=args.max_tokens, prompt=args.prompt,
+            )  # fmt: skip
+        options = CalibrateOptions(
+            corpus_file=args.corpus_file or corpus_path(args.corpus),
+            store_dir=args.store or store_path(args.corpus, args.model),
+            model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
+            alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
+            splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
+            stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
+            estimate_cache=args.estimate_cache, out=args.out, protocol=args.protocol,
+            failure_rule=args.failure_rule, estimate_belief=args.estimate_belief, llm=llm,
+            queries_per_step=args.queries_per_step, theta=args.theta,
+        )  # fmt: skip
+    except ValidationError as exc:
         from sgrgym.errors import UserError
 
-        if not args.base_url or not args.llm_cache:
-            raise UserError("--estimator llm needs --base-url URL and --llm-cache FILE")
-        llm = LLMOptions(
-            model=args.llm_model, base_url=args.base_url, cache=args.llm_cache,
-            mode=args.llm_mode, api_key_env=args.api_key_env, temperature=args.temperature,
-            max_tokens=args.max_tokens, prompt=args.prompt,
-        )  # fmt: skip
-    options = CalibrateOptions(
-        corpus_file=args.corpus_file or corpus_path(args.corpus),
-        store_dir=args.store or store_path(args.corpus, args.model),
-        model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
-        alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
-        splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
-        stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
-        estimate_cache=args.estimate_cache, out=args.out, protocol=args.protocol,
-        failure_rule=args.failure_rule, estimate_belief=args.estimate_belief, llm=llm,
-        queries_per_step=args.queries_per_step, theta=args.theta,
-    )  # fmt: skip
+        first = exc.errors()[0]
+        flag = "--" + str(first["loc"][-1]).replace("_", "-") if first["loc"] else "an option"
+        raise UserError(f"{flag}: {first['msg']}") from None
     reports = run_calibration(options, None if args.quiet else progress_bar)
     if args.json:
         for report in reports:
@@ -443,8 +452,9 @@ def add_commands(areas: Any) -> None:
         "calibrate", help="completeness estimators: split-conformal q̂, R², coverage (table 4)",
         description="Draw synthetic belief states (one per interval of Δ remaining passages), "
         "estimate their completeness from the deduplicated-trajectory belief, calibrate by "
-        "split conformal prediction over 3 splits × 10 seeds, and evaluate calibrated stopping "
-        "(ĉ - q̂ >= δ) on agent episodes.",
+        "split conformal prediction over 3 calibration/test splits with 10 estimator seeds "
+        "within each (section 3.3), and evaluate calibrated stopping (ĉ - q̂ >= δ) inside "
+        "agent episodes, judged where it stops.",
     )  # fmt: skip
     calibrate.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
@@ -494,7 +504,7 @@ def add_commands(areas: Any) -> None:
                            "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)")  # fmt: skip
     calibrate.add_argument("--seed", type=int, default=0, help="pool and split seed (0)")
     calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
-    calibrate.add_argument("--seeds", type=int, default=10, help="seeds per split (10)")
+    calibrate.add_argument("--seeds", type=int, default=10, help="estimator seeds per split (10)")
     calibrate.add_argument("--stop-delta", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.3],
                            metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3: ours, "
                            "the paper gives none)")  # fmt: skip
