@@ -61,11 +61,12 @@ def pool_of(corpus: Corpus, states: int) -> BeliefPool:
 
 
 def naive_protocol(c: list[float], c_hat: list[float], alpha: float) -> tuple[float, float]:
-    """Mean q̂ and coverage over the 30 partitions, in plain Python."""
+    """Mean q̂ and coverage over the 3 splits × 10 seeds (one partition per split, section
+    3.3; a deterministic estimator's estimates are the same for every seed), in plain Python."""
     q_hats, coverages = [], []
     for split in range(3):
-        for seed in range(10):
-            cal, test = split_indices(len(c), split, seed)
+        for _seed in range(10):
+            cal, test = split_indices(len(c), split, 0)
             scores = sorted(abs(c[i] - c_hat[i]) for i in cal)
             k = math.ceil((len(scores) + 1) * (1 - alpha))
             q = scores[k - 1] if k <= len(scores) else math.inf
@@ -90,7 +91,9 @@ def main() -> int:
     estimator = VisibleCountEstimator()
     cache = EstimateCache()
     warm = calibrate_estimator(corpus, pool, estimator, cache, 0.1)  # fills the cache
-    c, c_hat = warm.c, warm.c_hat
+    c = warm.c
+    c_hat = [float(h) for h in warm.c_hat if h is not None]
+    assert len(c_hat) == len(c)
 
     times: dict[str, list[float]] = {"protocol": [], "protocol_only": [], "naive": []}
     for _ in range(args.rounds):

@@ -186,7 +186,7 @@ def test_protocol_shape_and_perfect_and_constant_estimators() -> None:
     }
     fitted = run_protocol(c, np.zeros_like(c), 0.1, fit_mean=True)
     for part in fitted.partitions:
-        cal, _ = split_indices(len(c), part.split, part.seed)
+        cal, _ = split_indices(len(c), part.split, 0)  # one partition per split
         assert part.constant == round(float(np.mean(c[cal])), 6)
     assert abs(fitted.r2) < 0.1  # the calibration mean: R² about 0 out of sample
     means = [np.mean([p.q_hat for p in fitted.partitions if p.split == s]) for s in range(3)]
@@ -291,11 +291,12 @@ class CountingEstimator:
     name = "counting"
     id = "counting[v1]"
     fits_calibration_mean = False
+    seeded = False
 
     def __init__(self) -> None:
         self.calls = 0
 
-    def estimate(self, belief: VisibleBelief) -> float:
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
         self.calls += 1
         return len(belief.passages) / 40
 
@@ -412,32 +413,94 @@ def test_parse_completeness(reply: str, expected: float | None) -> None:
         assert 0.0 <= value <= 1.0
 
 
-def test_llm_estimator_plugs_a_chat_function() -> None:
-    seen: list[list[dict[str, str]]] = []
-    replies = iter(["Let me count.\nCompleteness: 0.4", "no idea", "Completeness: 70%"])
+def scripted_replies(body: dict[str, object]) -> str:
+    """Replies by seed: seed 1 is unreadable, the others read as a seed-dependent ratio."""
+    seed = int(body["seed"])  # type: ignore[call-overload]
+    return "no idea" if seed == 1 else f"Let me count.\nCompleteness: {0.1 + seed / 20:.2f}"
 
-    def chat(messages: list[dict[str, str]]) -> str:
-        seen.append(messages)
-        return next(replies)
 
-    corpus = numbered_corpus([12])
-    doc = corpus.documents[0]
+def test_llm_estimator_over_the_recorded_chat_client(tmp_path: Path) -> None:
+    from chat_server import scripted
+
+    from sgrgym.llm.chat import ChatClient
+    from sgrgym.runs.loopback import serve_http
+
+    corpus = numbered_corpus([12, 30])
     pool = build_pool(corpus, 5, seed=0)
-    beliefs = pool_beliefs(corpus, pool)
-    estimator = LLMEstimator(chat, model="test-model")
-    cache = EstimateCache()
-    assert cache.estimate(estimator, beliefs[0]) == 0.4
-    assert cache.estimate(estimator, beliefs[0]) == 0.4  # cached: the model is asked once
-    assert cache.estimate(estimator, beliefs[1]) == 0.0 and estimator.failures == 1
-    assert cache.estimate(estimator, beliefs[2]) == 0.7
-    assert len(seen) == 3 and [m["role"] for m in seen[0]] == ["system", "user"]
-    assert beliefs[0].text in seen[0][1]["content"] and "Completeness:" in seen[0][1]["content"]
-    assert estimator.id.startswith("llm[test-model;prompt=")
-    assert LLMEstimator(chat, model="other").id != estimator.id
-    braces = VisibleBelief(doc.title, "{x} {belief}", (), "Abstract: {x} {belief}")
+    handler = scripted(scripted_replies)
+    cache_file = tmp_path / "chat.sqlite"
+    with serve_http(handler) as url:
+        client = ChatClient(url, "test-model", cache_path=cache_file, mode="record")
+        estimator = LLMEstimator(client, temperature=0.7)
+        result = calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1, seeds=3)
+        client.close()
+    n = len(pool.states)
+    assert len(handler.received) == 3 * n and estimator.calls == 3 * n
+    first = handler.received[0]
+    assert first["seed"] == 0 and first["temperature"] == 0.7 and first["model"] == "test-model"
+    user = first["messages"][1]["content"]  # type: ignore[index]
+    assert "[1] Passage number" in user and "[p" not in user  # ids hidden by default
+    report = result.report
+    assert report.estimator_seeded and report.estimate_belief == "dedup-hidden-ids"
+    assert report.parse_failures == n and estimator.parse_failures == n  # all of seed 1
+    assert report.prompt_version == "completeness-v1"
+    assert (
+        report.prompt_sha256 == COMPLETENESS_PROMPT.sha256 and len(COMPLETENESS_PROMPT.sha256) == 64
+    )
+    assert report.llm is not None and report.llm["returned_models"] == ["served-model-7b"]
+    assert report.failure_rule == "worst" and report.protocol == "splits-x-seeds"
+    assert result.c_hat_by_seed is not None
+    assert [row[0] for row in result.c_hat_by_seed] == [0.1, None, 0.2]
+    by_seed = {p.seed: p for p in result.protocol.partitions if p.split == 0}
+    assert by_seed[1].parse_failures == n and by_seed[0].parse_failures == 0
+    assert by_seed[1].n_calibration == n // 2  # worst: failures stay in, scored max(c, 1 - c)
+    assert by_seed[1].coverage <= by_seed[0].coverage or by_seed[1].q_hat >= by_seed[0].q_hat
+    # Replay offline: the same report, byte for byte; exclusion drops seed 1's states.
+    with ChatClient(url, "test-model", cache_path=cache_file) as replay:
+        again = calibrate_estimator(corpus, pool, LLMEstimator(replay, temperature=0.7),
+                                    EstimateCache(), 0.1, seeds=3)  # fmt: skip
+        excluded = calibrate_estimator(corpus, pool, LLMEstimator(replay, temperature=0.7),
+                                       EstimateCache(), 0.1, seeds=3,
+                                       failure_rule="exclude")  # fmt: skip
+    strip = {"llm", "estimates_computed", "estimates_cached"}
+    assert again.report.model_dump_json(exclude=strip) == report.model_dump_json(exclude=strip)
+    assert {p.n_calibration for p in excluded.protocol.partitions if p.seed == 1} == {0}
+    assert excluded.report.failure_rule == "exclude"
+    braces = VisibleBelief("T", "{x} {belief}", (), "Abstract: {x} {belief}")
     assert COMPLETENESS_PROMPT.messages(braces)[1]["content"].startswith("Abstract: {x} {belief}")
     with pytest.raises(ValueError, match="slot"):
         PromptTemplate(system="s", user="no slot here")
+
+
+def test_deterministic_estimators_give_identical_seeds_and_the_partition_is_per_split() -> None:
+    corpus = numbered_corpus([12, 30, 31, 40])
+    pool = build_pool(corpus, 5, seed=1)
+    estimator = CountingEstimator()
+    result = calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1)
+    assert estimator.calls == len(pool.states)  # once, not once per seed
+    assert not result.report.estimator_seeded and result.c_hat_by_seed is None
+    for split in range(3):
+        parts = [p for p in result.protocol.partitions if p.split == split]
+        assert len(parts) == 10 and len({(p.q_hat, p.coverage, p.r2) for p in parts}) == 1
+    resampled = calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1,
+                                    protocol="resampled-partitions")  # fmt: skip
+    parts = [p for p in resampled.protocol.partitions if p.split == 0]
+    assert len({(p.q_hat, p.coverage, p.r2) for p in parts}) > 1
+    with pytest.raises(UserError, match="no protocol"):
+        run_protocol([0.5], [0.5], 0.1, protocol="bootstrap")
+    with pytest.raises(UserError, match="no failure rule"):
+        calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1, failure_rule="zero")
+
+
+def test_hidden_id_rendering_numbers_passages_in_retrieval_order() -> None:
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.env import EpisodeState
+
+    doc = numbered_document("d", 60)
+    state = EpisodeState(doc, 0, 1, retrieved=["p47", "p3"])
+    hidden = belief_renderer("dedup-hidden-ids")(state)
+    assert "[1] Passage number 47 of d." in hidden and "[2] Passage number 3" in hidden
+    assert "p47" not in hidden and "[p47]" in belief_renderer("dedup")(state)
 
 
 # --------------------------------------------------------------------------------------------
@@ -460,10 +523,28 @@ def test_evaluate_stopping_against_the_horizon() -> None:
     result = evaluate_stopping(traces, q_hat=0.25, delta=0.3)
     assert result.episodes == 2 and result.horizon == 4
     assert result.mean_stop_step == 3.0  # a stops at step 2, b runs to 4
-    assert result.stopped_early == 0.5 and result.steps_saved == 1.0
+    assert result.stopped_early == 1 and result.stopped_early_share == 0.5
+    assert result.stops_with_c_at_least_delta == 1.0  # a stopped with c = 0.4 >= 0.3
+    assert result.steps_saved == 1.0
     assert result.completeness_at_horizon == 0.4 and result.completeness_at_stop == 0.3
     assert result.completeness_lost == 0.1
     assert result.interval_coverage == 1.0
+    tokened = [t.model_copy(update={"belief_tokens": (10, 20, 30, 40)}) for t in traces]
+    # The same episodes run with the rule inside: a ended after step 2, b ran to the horizon.
+    live = [
+        tokened[0].model_copy(update={"completeness": (0.1, 0.4), "c_hat": (0.2, 0.6),
+                                      "belief_tokens": (10, 20), "stopped": True}),
+        tokened[1],
+    ]  # fmt: skip
+    inside = evaluate_stopping(tokened, q_hat=0.25, delta=0.3, stopped=live)
+    assert inside.stopped == inside.stopped_early == 1 and inside.mean_stop_step == 3.0
+    assert inside.tokens_saved == 35.0 and inside.tokens_saved_share == round(70 / 200, 6)
+    assert inside.completeness_lost == result.completeness_lost
+    assert inside.stops_with_c_at_least_delta == 1.0
+    with pytest.raises(ValueError, match="differ"):
+        evaluate_stopping(tokened, q_hat=0.25, delta=0.3, stopped=live[:1] + live[:1])
+    never = evaluate_stopping(tokened, q_hat=0.9, delta=0.3)
+    assert never.stopped == 0 and math.isnan(never.stops_with_c_at_least_delta)
     with pytest.raises(UserError):
         evaluate_stopping([], 0.1, 0.1)
 
@@ -602,4 +683,46 @@ def test_cli_calibrate_json_and_outputs(tiny, tmp_path: Path, capsys) -> None:  
     text = capsys.readouterr().out
     assert code == 0 and "inf ± nan" in text and "Calibrated stopping" not in text
     assert main([*common, "--estimator", "llm"]) == 2
-    assert "LLM layer" in capsys.readouterr().err
+    assert "--llm-model" in capsys.readouterr().err
+
+
+@needs_model
+def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    from chat_server import scripted
+
+    from sgrgym.cli import main
+    from sgrgym.runs.loopback import serve_http
+
+    _, corpus_file, store = tiny
+    handler = scripted(scripted_replies)
+    cache = tmp_path / "llm.sqlite"
+    with serve_http(handler) as url:
+        common = ["seeker", "calibrate", "--corpus", "tiny", "--corpus-file", str(corpus_file),
+                  "--store", str(store), "--interval-width", "2", "--steps", "2", "--quiet",
+                  "--json", "--alpha", "0.2", "--estimator", "llm", "--llm-model", "tiny-llm",
+                  "--base-url", url, "--llm-cache", str(cache), "--seeds", "2",
+                  "--temperature", "0.5"]  # fmt: skip
+        assert main([*common, "--llm-mode", "record"]) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    assert recorded["estimator_seeded"] and recorded["seeds"] == 2
+    assert recorded["parse_failures"] == 12  # seed 1 never parses; scored as the worst
+    assert recorded["llm"]["requested_model"] == "tiny-llm"
+    assert recorded["llm"]["returned_models"] == ["served-model-7b"]
+    assert recorded["prompt_version"] == "completeness-v1" and recorded["stopping"]
+    assert {body["temperature"] for body in handler.received} == {0.5}
+    # Replay (the default mode): no server, the same report.
+    assert main(common) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    for key in ("q_hat", "r2", "coverage", "parse_failures", "stopping", "prompt_sha256"):
+        assert replayed[key] == recorded[key]
+    assert main([*common[:-2], "--temperature", "0.9"]) == 2
+    assert "not in the cache" in capsys.readouterr().err
+
+
+def test_cli_calibrate_bad_options_name_the_flag(capsys) -> None:  # type: ignore[no-untyped-def]
+    from sgrgym.cli import main
+
+    assert main(["seeker", "calibrate", "--steps", "0", "--no-stopping", "--quiet"]) == 2
+    assert "--steps: Input should be greater than or equal to 1" in capsys.readouterr().err
+    assert main(["seeker", "calibrate", "--queries-per-step", "0", "--quiet"]) == 2
+    assert "--queries-per-step" in capsys.readouterr().err

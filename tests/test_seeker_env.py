@@ -170,21 +170,6 @@ def test_lancedb_search_agrees_with_the_matrix(tiny, embedder) -> None:  # type:
     assert np.isclose(np.linalg.norm(vector), 1.0, atol=1e-6)
 
 
-def test_gymnasium_wrapper_passes_check_env(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
-    gymnasium = pytest.importorskip("gymnasium")
-    from gymnasium.utils.env_checker import check_env
-
-    from sgrgym.seeker.gym import ENV_ID, SeekerGymEnv
-
-    env = SeekerGymEnv(env=env_for(tiny, embedder), belief="oracle")
-    check_env(env, skip_render_check=True)
-    obs, info = env.reset(seed=1, options={"doc_id": "tea"})
-    assert "Abstract:" in obs and info["doc_id"] == "tea"
-    obs, reward, terminated, _truncated, info = env.step("ships carrying tea to London")
-    assert info["new"] == ["p6"] and reward == 0.0 and not terminated
-    assert ENV_ID in gymnasium.registry
-
-
 def test_demo_store_matches_the_demo_corpus(embedder: OnnxMiniLM, tmp_path: Path) -> None:
     from sgrgym.seeker.corpus import load_corpus
 

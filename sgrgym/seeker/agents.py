@@ -107,12 +107,18 @@ class OracleTextAgent:
         return [p.text for p in state.document.passages]
 
 
-def make_agent(name: str) -> SeekerAgent:
-    agents: dict[str, SeekerAgent] = {
-        "sentences": SentencesAgent(),
-        "phrases": PhrasesAgent(),
-        "oracle-text": OracleTextAgent(),
-    }
-    if name not in agents:
-        raise UserError(f"no SeekerGym agent {name!r}; agents: {', '.join(sorted(agents))}")
-    return agents[name]
+AGENTS = ("sentences", "phrases", "oracle-text")
+
+
+def make_agent(name: str, per_step: int | None = None) -> SeekerAgent:
+    """An agent by name; ``per_step`` queries a step (default: 2 sentences or 4 phrases, ours:
+    the paper lets an agent issue one or more queries a step and gives no number)."""
+    if per_step is not None and per_step < 1:
+        raise UserError(f"queries per step must be at least 1, got {per_step}")
+    if name == "sentences":
+        return SentencesAgent() if per_step is None else SentencesAgent(per_step)
+    if name == "phrases":
+        return PhrasesAgent() if per_step is None else PhrasesAgent(per_step)
+    if name == "oracle-text":
+        return OracleTextAgent()
+    raise UserError(f"no SeekerGym agent {name!r}; agents: {', '.join(sorted(AGENTS))}")

@@ -1,7 +1,11 @@
 """Belief states rendered as text for the agent (paper section 3.1, figure 2b).
 
 - ``trajectory``: the verbatim query-observation history (repeats included);
-- ``dedup``: the unique retrieved passages, in the order they were first retrieved;
+- ``dedup``: the unique retrieved passages, in the order they were first retrieved, each
+  tagged with its passage id (``[p47]``);
+- ``dedup-hidden-ids``: the same passages numbered 1, 2, ... in retrieval order instead: a
+  passage id is its position in the document, so ``[p47]`` tells a reader the document has at
+  least 47 passages. Completeness estimation uses this rendering by default;
 - ``oracle``: the document's section structure with retrieved passages in place and every
   unretrieved one marked ``<missing id=pN>`` (privileged: it reveals where the gaps are).
 
@@ -41,6 +45,13 @@ def dedup_belief(state: EpisodeState) -> str:
     return "\n".join(lines) + "\n"
 
 
+def dedup_belief_hidden_ids(state: EpisodeState) -> str:
+    texts = {p.id: p.text for p in state.document.passages}
+    lines = [*_head(state), "Retrieved passages:"]
+    lines += [f"[{i}] {texts[pid]}" for i, pid in enumerate(state.retrieved, 1)] or ["(none yet)"]
+    return "\n".join(lines) + "\n"
+
+
 def oracle_belief(state: EpisodeState) -> str:
     retrieved = set(state.retrieved)
     lines = _head(state)
@@ -59,6 +70,7 @@ def oracle_belief(state: EpisodeState) -> str:
 BELIEFS: dict[str, Renderer] = {
     "trajectory": trajectory_belief,
     "dedup": dedup_belief,
+    "dedup-hidden-ids": dedup_belief_hidden_ids,
     "oracle": oracle_belief,
 }
 

@@ -30,20 +30,35 @@ probability at least 1 - α for exchangeable states. Reported: q̂, the empirica
 test split (|c - ĉ| <= q̂) and the raw out-of-sample R² of ĉ against c on the test split,
 1 - SS_res / SS_tot about the test split's mean (table 4).
 
-**Protocol** (section 3.3): 3 random splits, each averaged over 10 random seeds; reported as
-mean ± std across the 3 split-level means (std with ddof = 1). Here a split seed s and an inner
-seed j together draw one random 50/50 calibration/test partition of the pool (30 partitions),
-since the offline estimators are deterministic; the ``constant`` estimator is refit (mean c of
-the calibration split) in every partition. Estimates are computed once per state and cached.
+**Protocol** (section 3.3): "3 random splits, each averaged over 10 random seeds", reported as
+mean ± std across the 3 split-level means (std with ddof = 1). ``splits-x-seeds`` (the default,
+:data:`PAPER_PROTOCOL`): each split s is one random 50/50 calibration/test partition of the
+pool; within it, seed j scores the estimator's estimates made with seed j (the LLM estimator is
+called with that seed and the configured temperature). A deterministic estimator gives the
+same estimates for every seed (``estimator_seeded: false`` in the report), so its within-split
+spread is 0. ``resampled-partitions`` (a named alternative) draws a new partition for every
+(split, seed). The ``constant`` estimator is refit (mean c of the calibration split) in every
+partition. Estimates are cached per (estimator, state, seed).
 
-**Calibrated stopping** (figure 2d, section 2.2 "Horizon"): an agent's episode stops after the
-first step t whose deduplicated-trajectory belief gives ĉ_t - q̂ >= δ (with a 1e-12 tolerance
-for float round-off), else at the horizon M. q̂ is calibrated on the whole synthetic pool (the
-episodes are the test data). Reported against running to the horizon: steps saved (M - t),
-completeness lost (c_M - c_t), the share of episodes stopped early, and the share of episode
-states whose interval [ĉ - q̂, ĉ + q̂] holds c (episode states are not exchangeable with the
-synthetic ones, so this share carries no guarantee). δ is not given in the paper; several
-values are evaluated.
+**Unreadable estimates**: an LLM reply without a usable ratio is counted (``parse_failures``,
+per state and seed) and handled by the declared ``failure_rule``: ``worst`` (the default)
+keeps the state and scores it as the worst possible estimate, the end of [0, 1] farthest from
+its c (so q̂ covers the estimator including its failures); ``exclude`` drops the state from
+that seed's calibration and test sets. A failure never becomes ĉ = 0 silently. The estimator
+sees the deduplicated belief with passage ids hidden (``dedup-hidden-ids``: an id such as
+``p47`` is a document position and gives a lower bound on N) unless ``estimate_belief`` says
+otherwise; the report names the rendering used.
+
+**Calibrated stopping** (figure 2d, section 2.2 "Horizon"): an episode ends after the first
+step t whose belief gives ĉ_t - q̂ >= δ (with a 1e-12 tolerance for float round-off), else at
+the horizon M. The rule runs inside the episode (:class:`CalibratedStop` as the environment's
+stop rule). q̂ is calibrated on the whole synthetic pool with seed-0 estimates (the episodes are
+the test data). Judged where it stops, per δ, against the same episodes run to the horizon:
+how many episodes stopped early, the share of stops with c >= δ (the event the interval
+guarantees for exchangeable states; episode states are not exchangeable with the synthetic
+ones, so here it is measured, not guaranteed), steps saved (M - t), the agent's belief tokens
+saved (characters / 4 of the steps not taken), and completeness lost (c_M - c_t). δ is not given
+in the paper: the grid 0.05, 0.1, 0.2, 0.3 is ours.
 """
 
 from __future__ import annotations
@@ -70,21 +85,24 @@ from sgrgym.report.output import jsonl_line
 from sgrgym.report.table import format_table
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
-from sgrgym.seeker.belief import Renderer, dedup_belief
+from sgrgym.seeker.belief import Renderer, belief_renderer, dedup_belief
 from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256
 from sgrgym.seeker.embed import CachedEmbedder, Embedder, QueryCache, load_embedder
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import (
+    COMPLETENESS_PROMPT,
     CompletenessEstimator,
     EstimateCache,
+    LLMEstimator,
     VisibleBelief,
     clamp_ratio,
+    load_prompt,
     make_estimator,
     visible_belief,
 )
 from sgrgym.seeker.pinned import load_pinned_corpus
 from sgrgym.seeker.run import episode_seed
-from sgrgym.seeker.store import PassageStore
+from sgrgym.seeker.store import PassageStore, theta_note
 
 FloatArray = npt.NDArray[np.float64]
 Progress = Callable[[int, int, str], None]
@@ -96,7 +114,12 @@ INTERVAL_WIDTHS = {"pydocs": ENCYCLOPEDIC_WIDTH, "wikipedia": ENCYCLOPEDIC_WIDTH
 SPLITS = 3  # section 3.3
 SEEDS = 10  # section 3.3
 ALPHA = 0.1  # section 3.3: target coverage 1 - α = 90%
-STOP_DELTAS = (0.05, 0.1, 0.2, 0.3)
+PAPER_PROTOCOL = "splits-x-seeds"  # section 3.3: 3 splits, 10 estimator seeds within each
+PROTOCOLS = (PAPER_PROTOCOL, "resampled-partitions")
+FAILURE_RULES = ("worst", "exclude")
+DEFAULT_FAILURE_RULE = "worst"
+ESTIMATE_BELIEF = "dedup-hidden-ids"  # what the estimator sees (section 3.3: dedup trajectory)
+STOP_DELTAS = (0.05, 0.1, 0.2, 0.3)  # ours: the paper gives no δ
 ROUND = 6
 STOP_TOLERANCE = 1e-12
 
@@ -274,8 +297,13 @@ def split_indices(n: int, split: int, seed: int, base_seed: int = 0) -> tuple[li
     return order[: n // 2], order[n // 2 :]
 
 
+def worst_estimates(c: FloatArray) -> FloatArray:
+    """The worst estimate of each state: the end of [0, 1] farthest from its c."""
+    return np.where(c >= 0.5, 0.0, 1.0)
+
+
 class PartitionResult(BaseModel):
-    """One calibration/test partition: q̂, its rank k, test coverage and raw test R²."""
+    """One (split, seed): q̂, its rank k, test coverage and raw test R², failures counted."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
@@ -287,6 +315,7 @@ class PartitionResult(BaseModel):
     q_hat: float
     coverage: float
     r2: float
+    parse_failures: int = 0  # states of this seed whose estimate could not be read
     constant: float | None = None  # the fitted calibration mean (constant estimator)
 
 
@@ -295,6 +324,8 @@ class ProtocolSummary(BaseModel):
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
+    protocol: str
+    failure_rule: str
     alpha: float
     splits: int
     seeds: int
@@ -307,6 +338,7 @@ class ProtocolSummary(BaseModel):
     r2_std: float
     coverage: float
     coverage_std: float
+    parse_failures: int  # (state, seed) estimates that could not be read, over all seeds
 
 
 class ProtocolResult(ProtocolSummary):
@@ -321,7 +353,10 @@ def _rounded(value: float) -> float:
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and sample std (ddof = 1; 0 for one value); +∞ mean gives a NaN std."""
+    """Mean and sample std (ddof = 1; 0 for one value); +∞ mean gives a NaN std, a NaN
+    value (a seed without test states, a constant test c) NaN for both."""
+    if any(math.isnan(v) for v in values):
+        return math.nan, math.nan
     if any(math.isinf(v) for v in values):
         return math.inf, math.nan
     mean = fmean(values)
@@ -348,35 +383,72 @@ def calibrate_partition(
     )  # fmt: skip
 
 
+def apply_failure_rule(
+    c: FloatArray, row: FloatArray, rule: str
+) -> tuple[FloatArray, npt.NDArray[np.bool_]]:
+    """(the estimates to score, which states take part) for one seed's row (NaN = failure).
+
+    ``worst``: a failed state stays in and is scored as the worst estimate (the end of [0, 1]
+    farthest from its c: score max(c, 1 - c)); ``exclude``: a failed state leaves this seed's
+    calibration and test sets.
+    """
+    failed = np.isnan(row)
+    if rule == "worst":
+        return np.where(failed, worst_estimates(c), row), np.ones(len(row), dtype=bool)
+    if rule == "exclude":
+        return np.where(failed, 0.0, row), ~failed
+    raise UserError(f"no failure rule {rule!r}; rules: {', '.join(FAILURE_RULES)}")
+
+
 def run_protocol(
     c: Sequence[float] | FloatArray,
-    c_hat: Sequence[float] | FloatArray,
+    c_hat: Sequence[float] | Sequence[Sequence[float]] | FloatArray,
     alpha: float | str | Fraction = ALPHA,
     *,
     splits: int = SPLITS,
     seeds: int = SEEDS,
     base_seed: int = 0,
     fit_mean: bool = False,
+    protocol: str = PAPER_PROTOCOL,
+    failure_rule: str = DEFAULT_FAILURE_RULE,
 ) -> ProtocolResult:
-    """Split conformal over ``splits`` × ``seeds`` random partitions (section 3.3)."""
+    """Split conformal over ``splits`` × ``seeds`` (section 3.3).
+
+    ``c_hat`` is one row of estimates per seed (a single row is used for every seed: a
+    deterministic estimator); NaN marks an estimate that could not be read. ``protocol``
+    :data:`PAPER_PROTOCOL` (``splits-x-seeds``): each split is one random calibration/test
+    partition and, within it, seed j scores the estimator's seed-j estimates.
+    ``resampled-partitions``: every (split, seed) draws its own partition (the seeds then vary
+    the partition as well as the estimates).
+    """
     true = np.asarray(c, dtype=np.float64)
     estimated = np.asarray(c_hat, dtype=np.float64)
-    if true.shape != estimated.shape or true.ndim != 1:
-        raise ValueError(f"c and ĉ must be 1-D of one length: {true.shape} vs {estimated.shape}")
+    if estimated.ndim == 1:
+        estimated = np.tile(estimated, (seeds, 1))
+    if true.ndim != 1 or estimated.shape != (seeds, len(true)):
+        raise ValueError(f"c must be 1-D and ĉ (seeds, n): {true.shape} vs {estimated.shape}")
     if splits < 1 or seeds < 1:
         raise UserError(f"need at least one split and one seed, got {splits} and {seeds}")
+    if protocol not in PROTOCOLS:
+        raise UserError(f"no protocol {protocol!r}; protocols: {', '.join(PROTOCOLS)}")
     n = len(true)
     partitions: list[PartitionResult] = []
     for split in range(splits):
         for seed in range(seeds):
-            cal, test = split_indices(n, split, seed, base_seed)
+            inner = 0 if protocol == PAPER_PROTOCOL else seed
+            cal, test = split_indices(n, split, inner, base_seed)
+            row = estimated[seed]
+            scored, keep = apply_failure_rule(true, row, failure_rule)
+            cal = [i for i in cal if keep[i]]
+            test = [i for i in test if keep[i]]
             q_hat, cov, r2, rank, constant = calibrate_partition(
-                true, estimated, cal, test, alpha, fit_mean
+                true, scored, cal, test, alpha, fit_mean
             )
             partitions.append(
                 PartitionResult(
                     split=split, seed=seed, n_calibration=len(cal), n_test=len(test), rank=rank,
-                    q_hat=q_hat, coverage=cov, r2=r2, constant=constant,
+                    q_hat=q_hat, coverage=cov, r2=r2,
+                    parse_failures=int(np.isnan(row).sum()), constant=constant,
                 )
             )  # fmt: skip
     by_split = [[p for p in partitions if p.split == s] for s in range(splits)]
@@ -384,9 +456,11 @@ def run_protocol(
     r2, r2_std = _mean_std([fmean([p.r2 for p in ps]) for ps in by_split])
     cov, cov_std = _mean_std([fmean([p.coverage for p in ps]) for ps in by_split])
     return ProtocolResult(
-        alpha=float(alpha_fraction(alpha)), splits=splits, seeds=seeds, n_states=n,
-        n_calibration=n // 2, n_test=n - n // 2, q_hat=q_hat, q_hat_std=q_std, r2=r2,
-        r2_std=r2_std, coverage=cov, coverage_std=cov_std, partitions=partitions,
+        protocol=protocol, failure_rule=failure_rule, alpha=float(alpha_fraction(alpha)),
+        splits=splits, seeds=seeds, n_states=n, n_calibration=n // 2, n_test=n - n // 2,
+        q_hat=q_hat, q_hat_std=q_std, r2=r2, r2_std=r2_std, coverage=cov,
+        coverage_std=cov_std, parse_failures=int(np.isnan(estimated).sum()),
+        partitions=partitions,
     )  # fmt: skip
 
 
@@ -395,44 +469,83 @@ def run_protocol(
 
 
 class EpisodeTrace(BaseModel):
-    """An episode run to the horizon: c and ĉ after each step."""
+    """An episode: c, ĉ (None: unreadable) and the agent's belief tokens after each step,
+    and whether the stop rule ended it (``stopped``) before or at the horizon."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     doc_id: str
     seed: int
     completeness: tuple[float, ...]
-    c_hat: tuple[float, ...]
+    c_hat: tuple[float | None, ...]
+    belief_tokens: tuple[int, ...] = ()  # the agent's context per step (chars // 4)
+    stopped: bool = False
+
+
+class CalibratedStop:
+    """The stop rule of figure 2d: stop after step t when ĉ_t - q̂ >= δ.
+
+    Called by :class:`~sgrgym.seeker.env.SeekerEnv` after every step (``stop_rule``); an
+    unreadable estimate never stops. ``estimates`` keeps ĉ of each step of the running episode.
+    """
+
+    def __init__(
+        self, estimate: Callable[[EpisodeState], float | None], q_hat: float, delta: float
+    ) -> None:
+        self.estimate = estimate
+        self.q_hat = q_hat
+        self.delta = delta
+        self.estimates: list[float | None] = []
+
+    def __call__(self, state: EpisodeState) -> bool:
+        if len(state.history) == 1:
+            self.estimates = []
+        value = self.estimate(state)
+        self.estimates.append(value)
+        return fires(value, self.q_hat, self.delta)
 
 
 def trace_episode(
-    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float],
+    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float | None],
     doc_id: str, seed: int, render: Renderer = dedup_belief,
 ) -> EpisodeTrace:  # fmt: skip
-    """Run one episode to the horizon, recording c and ĉ after every step."""
+    """Run one episode until it ends (the horizon, or ``env.stop_rule``), recording c, ĉ and
+    the agent's belief tokens after every step. With a :class:`CalibratedStop` as the env's
+    rule, its estimates are reused (no second estimate per step)."""
     env.reset(doc_id, seed)
     state = env.state
     assert state is not None
     rng = random.Random(episode_seed(seed, doc_id))
+    rule = env.stop_rule if isinstance(env.stop_rule, CalibratedStop) else None
     c: list[float] = []
-    c_hat: list[float] = []
+    c_hat: list[float | None] = []
+    tokens: list[int] = []
     while not state.done:
-        env.step(agent.queries(state, render(state), rng))
+        belief = render(state)
+        tokens.append(len(belief) // 4)
+        env.step(agent.queries(state, belief, rng))
         c.append(round(state.completeness, ROUND))
-        c_hat.append(estimate(state))
-    return EpisodeTrace(doc_id=doc_id, seed=seed, completeness=tuple(c), c_hat=tuple(c_hat))
+        c_hat.append(rule.estimates[-1] if rule is not None else estimate(state))
+    return EpisodeTrace(doc_id=doc_id, seed=seed, completeness=tuple(c), c_hat=tuple(c_hat),
+                        belief_tokens=tuple(tokens), stopped=state.stopped)  # fmt: skip
 
 
-def stop_step(c_hat: Sequence[float], q_hat: float, delta: float) -> int:
+def fires(c_hat: float | None, q_hat: float, delta: float) -> bool:
+    """ĉ - q̂ >= δ (figure 2d), with :data:`STOP_TOLERANCE`; never for an unreadable ĉ."""
+    return c_hat is not None and c_hat - q_hat >= delta - STOP_TOLERANCE
+
+
+def stop_step(c_hat: Sequence[float | None], q_hat: float, delta: float) -> int:
     """The first step t (1-based) with ĉ_t - q̂ >= δ, else the horizon ``len(c_hat)``."""
     for t, value in enumerate(c_hat, start=1):
-        if value - q_hat >= delta - STOP_TOLERANCE:
+        if fires(value, q_hat, delta):
             return t
     return len(c_hat)
 
 
 class StoppingResult(BaseModel):
-    """Calibrated stopping at one δ, against running every episode to the horizon."""
+    """Calibrated stopping at one δ, judged where it stops (figure 2d), against running every
+    episode to the horizon."""
 
     model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
 
@@ -440,32 +553,63 @@ class StoppingResult(BaseModel):
     q_hat: float
     episodes: int
     horizon: int
-    stopped_early: float  # share of episodes stopped before the horizon
+    stopped: int  # episodes the rule ended (at or before the horizon)
+    stopped_early: int  # episodes the rule ended before the horizon
+    stopped_early_share: float
+    stops_with_c_at_least_delta: float  # share of the rule's stops with c >= δ (guaranteed)
     mean_stop_step: float
-    steps_saved: float  # mean M - t
+    steps_saved: float  # mean M - t over all episodes
     steps_saved_share: float  # steps saved / M
+    tokens_saved: float  # mean belief tokens of the steps not taken, per episode
+    tokens_saved_share: float  # of the horizon run's belief tokens
     completeness_at_horizon: float
     completeness_at_stop: float
     completeness_lost: float  # mean c_M - c_t
-    interval_coverage: float  # share of episode states with |c - ĉ| <= q̂ (no guarantee)
+    interval_coverage: float  # share of horizon-run states with |c - ĉ| <= q̂ (no guarantee)
 
 
-def evaluate_stopping(traces: Sequence[EpisodeTrace], q_hat: float, delta: float) -> StoppingResult:
-    """Where calibrated stopping would have stopped each traced episode, and what it cost."""
-    if not traces:
+def _share(part: float, whole: float) -> float:
+    return round(part / whole, ROUND) if whole else math.nan
+
+
+def evaluate_stopping(
+    full: Sequence[EpisodeTrace], q_hat: float, delta: float,
+    stopped: Sequence[EpisodeTrace] | None = None,
+) -> StoppingResult:  # fmt: skip
+    """Where calibrated stopping stopped each episode and what it cost against ``full`` (the
+    same episodes run to the horizon). ``stopped``: the episodes run with the rule inside
+    (:class:`CalibratedStop` as the env's stop rule), in the order of ``full``; without them
+    the stop is read off the full traces (the same step for a deterministic agent)."""
+    if not full:
         raise UserError("no episodes to evaluate calibrated stopping on")
-    horizon = len(traces[0].completeness)
-    stops = [stop_step(t.c_hat, q_hat, delta) for t in traces]
-    at_stop = [t.completeness[s - 1] for t, s in zip(traces, stops, strict=True)]
-    at_end = [t.completeness[-1] for t in traces]
-    pairs = [(c, h) for t in traces for c, h in zip(t.completeness, t.c_hat, strict=True)]
-    covered = sum(1 for c, h in pairs if abs(c - h) <= q_hat)
+    horizon = len(full[0].completeness)
+    if stopped is None:
+        steps = [stop_step(t.c_hat, q_hat, delta) for t in full]
+        fired = [fires(t.c_hat[s - 1], q_hat, delta) for t, s in zip(full, steps, strict=True)]
+    else:
+        if [(t.doc_id, t.seed) for t in stopped] != [(t.doc_id, t.seed) for t in full]:
+            raise ValueError("stopped and full episodes differ")
+        steps = [len(t.completeness) for t in stopped]
+        fired = [t.stopped for t in stopped]
+    at_stop = [t.completeness[s - 1] for t, s in zip(full, steps, strict=True)]
+    at_end = [t.completeness[-1] for t in full]
+    stop_c = [c for c, f in zip(at_stop, fired, strict=True) if f]
+    full_tokens = [sum(t.belief_tokens) for t in full]
+    saved_tokens = [sum(t.belief_tokens[s:]) for t, s in zip(full, steps, strict=True)]
+    pairs = [(c, h) for t in full for c, h in zip(t.completeness, t.c_hat, strict=True)]
+    covered = sum(1 for c, h in pairs if h is not None and abs(c - h) <= q_hat)
+    early = sum(1 for s, f in zip(steps, fired, strict=True) if f and s < horizon)
     return StoppingResult(
-        delta=delta, q_hat=_rounded(q_hat), episodes=len(traces), horizon=horizon,
-        stopped_early=round(fmean([s < horizon for s in stops]), ROUND),
-        mean_stop_step=round(fmean(stops), ROUND),
-        steps_saved=round(fmean([horizon - s for s in stops]), ROUND),
-        steps_saved_share=round(fmean([(horizon - s) / horizon for s in stops]), ROUND),
+        delta=delta, q_hat=_rounded(q_hat), episodes=len(full), horizon=horizon,
+        stopped=sum(fired), stopped_early=early, stopped_early_share=_share(early, len(full)),
+        stops_with_c_at_least_delta=_share(
+            sum(1 for c in stop_c if c >= delta - STOP_TOLERANCE), len(stop_c)
+        ),
+        mean_stop_step=round(fmean(steps), ROUND),
+        steps_saved=round(fmean([horizon - s for s in steps]), ROUND),
+        steps_saved_share=round(fmean([(horizon - s) / horizon for s in steps]), ROUND),
+        tokens_saved=round(fmean(saved_tokens), ROUND),
+        tokens_saved_share=_share(sum(saved_tokens), sum(full_tokens)),
         completeness_at_horizon=round(fmean(at_end), ROUND),
         completeness_at_stop=round(fmean(at_stop), ROUND),
         completeness_lost=round(fmean([e - s for e, s in zip(at_end, at_stop, strict=True)]),
@@ -483,14 +627,20 @@ class CalibrationReport(ProtocolSummary):
 
     estimator: str
     estimator_id: str
+    estimator_seeded: bool  # False: deterministic, every seed gives the same estimates
+    estimate_belief: str  # the belief rendering the estimator saw
+    prompt_version: str | None = None  # LLM estimator: the prompt file and its sha256
+    prompt_sha256: str | None = None
+    llm: dict[str, object] | None = None  # requested/returned models, temperature, tokens
     corpus: str
     interval_width: int
     seed: int
     pool_sha256: str
-    q_hat_full_pool: float  # q̂ calibrated on every pool state (used for stopping)
+    q_hat_full_pool: float  # q̂ calibrated on every pool state, seed 0 (used for stopping)
     estimates_computed: int
     estimates_cached: int
     stopping: list[StoppingResult] = []
+    theta_note: str | None = None  # the stopping episodes' θ against the store's pinned one
 
 
 class Calibration(BaseModel):
@@ -501,8 +651,24 @@ class Calibration(BaseModel):
     report: CalibrationReport
     protocol: ProtocolResult
     c: list[float]
-    c_hat: list[float]  # per state; the full-pool mean for the constant estimator
+    c_hat: list[float | None]  # seed 0, per state (None: unreadable); constant: the pool mean
+    c_hat_by_seed: list[list[float | None]] | None = None  # seeded estimators: every seed
     q_hat_full_pool: float  # exact (the report rounds it)
+
+
+def _nan(values: Sequence[float | None]) -> list[float]:
+    return [math.nan if v is None else v for v in values]
+
+
+def llm_details(estimator: CompletenessEstimator) -> dict[str, object] | None:
+    """What an LLM estimator spent and who answered (None for the other estimators)."""
+    if not isinstance(estimator, LLMEstimator):
+        return None
+    return {
+        "requested_model": estimator.chat.model, "returned_models": sorted(estimator.models),
+        "temperature": estimator.temperature, "params": estimator.params,
+        "calls": estimator.calls, "usage": dict(estimator.usage),
+    }  # fmt: skip
 
 
 def calibrate_estimator(
@@ -514,51 +680,73 @@ def calibrate_estimator(
     *,
     splits: int = SPLITS,
     seeds: int = SEEDS,
+    protocol: str = PAPER_PROTOCOL,
+    failure_rule: str = DEFAULT_FAILURE_RULE,
+    belief: str = ESTIMATE_BELIEF,
     progress: Progress | None = None,
 ) -> Calibration:
-    """Estimate every pool state once (cached), then run the section 3.3 protocol."""
-    beliefs = pool_beliefs(corpus, pool)
+    """Estimate every pool state for every seed (cached; once for a deterministic estimator),
+    then run the section 3.3 protocol."""
+    if failure_rule not in FAILURE_RULES:
+        raise UserError(f"no failure rule {failure_rule!r}; rules: {', '.join(FAILURE_RULES)}")
+    beliefs = pool_beliefs(corpus, pool, belief_renderer(belief))
     computed, hits = cache.computed, cache.hits
-    c_hat: list[float] = []
-    for i, belief in enumerate(beliefs, start=1):
-        c_hat.append(cache.estimate(estimator, belief))
-        if progress and (i % 25 == 0 or i == len(beliefs)):
-            progress(i, len(beliefs), f"{estimator.name} estimates")
+    rows: list[list[float | None]] = []
+    runs = seeds if estimator.seeded else 1
+    for seed in range(runs):
+        row: list[float | None] = []
+        for i, visible in enumerate(beliefs, start=1):
+            row.append(cache.estimate(estimator, visible, seed))
+            if progress and (i % 25 == 0 or i == len(beliefs)):
+                progress(i, len(beliefs), f"{estimator.name} estimates (seed {seed})")
+        rows.append(row)
     c = pool.completeness()
     fit = estimator.fits_calibration_mean
     if fit:
-        c_hat = [clamp_ratio(float(np.mean(c)))] * len(c) if len(c) else []
-    protocol = run_protocol(c, c_hat, alpha, splits=splits, seeds=seeds, base_seed=pool.seed,
-                            fit_mean=fit)  # fmt: skip
-    q_full = conformal_q_hat(np.abs(c - np.asarray(c_hat, dtype=np.float64)), alpha)
+        rows = [[clamp_ratio(float(np.mean(c)))] * len(c) if len(c) else []]
+    matrix = np.array([_nan(r) for r in rows], dtype=np.float64).reshape(len(rows), len(c))
+    if len(rows) == 1:
+        matrix = np.tile(matrix, (seeds, 1))
+    result = run_protocol(c, matrix, alpha, splits=splits, seeds=seeds, base_seed=pool.seed,
+                          fit_mean=fit, protocol=protocol, failure_rule=failure_rule)  # fmt: skip
+    scored, keep = apply_failure_rule(c, matrix[0], failure_rule)
+    q_full = conformal_q_hat(np.abs(c - scored)[keep], alpha)
+    template = getattr(estimator, "template", None)
     report = CalibrationReport(
-        **protocol.model_dump(exclude={"partitions"}),
-        estimator=estimator.name, estimator_id=estimator.id, corpus=corpus.name,
+        **result.model_dump(exclude={"partitions"}),
+        estimator=estimator.name, estimator_id=estimator.id,
+        estimator_seeded=estimator.seeded, estimate_belief=belief,
+        prompt_version=template.version if template is not None else None,
+        prompt_sha256=template.sha256 if template is not None else None,
+        llm=llm_details(estimator), corpus=corpus.name,
         interval_width=pool.interval_width, seed=pool.seed, pool_sha256=pool.sha256,
         q_hat_full_pool=_rounded(q_full), estimates_computed=cache.computed - computed,
         estimates_cached=cache.hits - hits,
     )  # fmt: skip
     return Calibration(
-        report=report, protocol=protocol, c=[float(x) for x in c], c_hat=c_hat,
-        q_hat_full_pool=q_full,
+        report=report, protocol=result, c=[float(x) for x in c], c_hat=rows[0],
+        c_hat_by_seed=rows if estimator.seeded else None, q_hat_full_pool=q_full,
     )  # fmt: skip
 
 
 def stopping_estimate(
-    estimator: CompletenessEstimator, cache: EstimateCache, calibration: Calibration
-) -> Callable[[EpisodeState], float]:
-    """ĉ of an episode state: the estimator's (cached), or the pool mean for ``constant``."""
+    estimator: CompletenessEstimator, cache: EstimateCache, calibration: Calibration,
+    belief: str = ESTIMATE_BELIEF,
+) -> Callable[[EpisodeState], float | None]:  # fmt: skip
+    """ĉ of an episode state (seed 0, cached), or the pool mean for ``constant``; None when
+    the estimate could not be read (the rule then never stops on it)."""
     if estimator.fits_calibration_mean:
         value = calibration.c_hat[0] if calibration.c_hat else 0.5
         return lambda state: value
-    return lambda state: cache.estimate(estimator, visible_belief(state))
+    render = belief_renderer(belief)
+    return lambda state: cache.estimate(estimator, visible_belief(state, render))
 
 
 def trace_episodes(
-    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float],
+    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float | None],
     doc_ids: Sequence[str], seeds: int = 1, progress: Progress | None = None,
 ) -> list[EpisodeTrace]:  # fmt: skip
-    """Every (document, seed) episode traced to the horizon."""
+    """Every (document, seed) episode traced until it ends (horizon or ``env.stop_rule``)."""
     traces = []
     total = len(doc_ids) * seeds
     for seed in range(seeds):
@@ -582,7 +770,8 @@ def _fmt(value: float, digits: int = 3) -> str:
 
 
 def render_table(reports: Sequence[CalibrationReport]) -> str:
-    """A table shaped like the paper's table 4: q̂ ± std, R² ± std, coverage per estimator."""
+    """A table shaped like the paper's table 4: q̂ ± std, R² ± std, coverage per estimator,
+    with whether the seeds vary the estimates and how many replies could not be read."""
     if not reports:
         return ""
     first = reports[0]
@@ -593,6 +782,8 @@ def render_table(reports: Sequence[CalibrationReport]) -> str:
             f"{_fmt(r.r2)} ± {_fmt(r.r2_std)}",
             f"{_fmt(r.coverage)} ± {_fmt(r.coverage_std)}",
             str(r.n_states),
+            "sampled" if r.estimator_seeded else "identical",
+            str(r.parse_failures),
         ]
         for r in reports
     ]
@@ -600,28 +791,38 @@ def render_table(reports: Sequence[CalibrationReport]) -> str:
         f"{first.corpus}: α = {first.alpha:g}, Δ = {first.interval_width}, "
         f"{first.splits} splits × {first.seeds} seeds"
     )
-    return format_table(
-        ["Estimator", "q̂", "R²", "Coverage", "States"], rows, groups=[("", 1), (title, 4)]
+    table = format_table(
+        ["Estimator", "q̂", "R²", "Coverage", "States", "Seeds", "Unparsed"], rows,
+        groups=[("", 1), (title, 6)],
+    )  # fmt: skip
+    return (
+        f"{table}\nprotocol {first.protocol}; the estimators saw belief "
+        f"{first.estimate_belief}; unreadable estimates: {first.failure_rule}"
     )
 
 
 def render_stopping(reports: Sequence[CalibrationReport]) -> str:
-    """Calibrated stopping per estimator and δ against running to the horizon."""
+    """Calibrated stopping per estimator and δ, judged where it stops (figure 2d)."""
     rows = [
         [
-            r.estimator, f"{s.delta:g}", _fmt(s.q_hat), f"{100 * s.stopped_early:.1f}",
-            f"{s.mean_stop_step:.2f}", f"{s.steps_saved:.2f}",
-            f"{100 * s.completeness_at_horizon:.1f}", f"{100 * s.completeness_at_stop:.1f}",
-            f"{100 * s.completeness_lost:.1f}", f"{100 * s.interval_coverage:.1f}",
+            r.estimator, f"{s.delta:g}", _fmt(s.q_hat), f"{s.stopped_early}/{s.episodes}",
+            _pct(s.stops_with_c_at_least_delta), f"{s.mean_stop_step:.2f}",
+            f"{s.steps_saved:.2f}", f"{s.tokens_saved:.0f}", _pct(s.tokens_saved_share),
+            _pct(s.completeness_at_horizon), _pct(s.completeness_at_stop),
+            _pct(s.completeness_lost),
         ]
         for r in reports
         for s in r.stopping
     ]  # fmt: skip
     if not rows:
         return ""
-    header = ["Estimator", "δ", "q̂", "Early %", "Stop step", "Saved", "c(M) %", "c(stop) %",
-              "Lost %", "Covered %"]  # fmt: skip
+    header = ["Estimator", "δ", "q̂", "Stopped early", "Stops c≥δ %", "Stop step", "Steps saved",
+              "Tokens saved", "Tokens %", "c(M) %", "c(stop) %", "Lost %"]  # fmt: skip
     return format_table(header, rows)
+
+
+def _pct(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{100 * value:.1f}"
 
 
 def _record(model: BaseModel) -> object:
@@ -644,6 +845,10 @@ def _number(value: float) -> float | str:
     return round(value, ROUND)
 
 
+def _maybe(value: float | None) -> float | None:
+    return None if value is None else round(value, ROUND)
+
+
 def write_outputs(
     out_dir: Path, pool: BeliefPool, calibration: Calibration,
     traces: Sequence[EpisodeTrace] = (),
@@ -662,21 +867,24 @@ def write_outputs(
     tmp = folder / "report.json.tmp"
     tmp.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     tmp.replace(folder / "report.json")
-    scores = [abs(c - h) for c, h in zip(calibration.c, calibration.c_hat, strict=True)]
+    scores = [None if h is None else abs(c - h)
+              for c, h in zip(calibration.c, calibration.c_hat, strict=True)]  # fmt: skip
+    by_seed = calibration.c_hat_by_seed
     _write_lines(
         folder / "pairs.jsonl",
         [
             {"doc_id": s.doc_id, "interval": s.interval, "n_passages": s.n_passages,
-             "retrieved": len(s.retrieved), "c": round(c, ROUND), "c_hat": round(h, ROUND),
-             "score": round(e, ROUND)}
-            for s, c, h, e in zip(pool.states, calibration.c, calibration.c_hat, scores,
-                                  strict=True)
+             "retrieved": len(s.retrieved), "c": round(c, ROUND), "c_hat": _maybe(h),
+             "score": _maybe(e),
+             **({"c_hat_by_seed": [_maybe(r[i]) for r in by_seed]} if by_seed else {})}
+            for i, (s, c, h, e) in enumerate(zip(pool.states, calibration.c, calibration.c_hat,
+                                                 scores, strict=True))
         ],
     )  # fmt: skip
     summary = {
         "estimator": report.estimator_id,
         "alpha": report.alpha,
-        "scores": sorted(round(e, ROUND) for e in scores),
+        "scores": sorted(round(e, ROUND) for e in scores if e is not None),
         "q_hat_full_pool": _number(report.q_hat_full_pool),
         "q_hat_by_partition": [_number(p.q_hat) for p in calibration.protocol.partitions],
     }
@@ -715,6 +923,21 @@ def calibration_folder(options: CalibrateOptions) -> Iterator[Callable[[], None]
 # The `sgrgym seeker calibrate` pipeline
 
 
+class LLMOptions(BaseModel):
+    """The chat model behind ``--estimator llm`` (through :mod:`sgrgym.llm.chat`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    base_url: str
+    cache: Path
+    mode: str = "replay"
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int | None = Field(default=None, ge=1)
+    prompt: Path | None = None  # None: the packaged completeness-v1 prompt
+
+
 class CalibrateOptions(BaseModel):
     """Everything ``sgrgym seeker calibrate`` needs (paths already resolved)."""
 
@@ -730,13 +953,31 @@ class CalibrateOptions(BaseModel):
     seed: int = 0
     splits: int = SPLITS
     seeds: int = SEEDS
+    protocol: str = PAPER_PROTOCOL
+    failure_rule: str = DEFAULT_FAILURE_RULE
+    estimate_belief: str = ESTIMATE_BELIEF
     stopping: bool = True
     stop_deltas: tuple[float, ...] = STOP_DELTAS
     agent: str = "sentences"
+    queries_per_step: int | None = Field(default=None, ge=1)  # None: the agent's default
     steps: int = Field(default=10, ge=1)
+    theta: float | None = None  # None: the store's pinned θ
     episode_seeds: int = Field(default=1, ge=1)
     estimate_cache: Path | None = None
     out: Path | None = None
+    llm: LLMOptions | None = None
+
+
+def make_llm_estimator(options: LLMOptions) -> LLMEstimator:
+    """The LLM estimator over a recorded chat client."""
+    from sgrgym.llm.chat import ChatClient
+
+    template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)
+    client = ChatClient(options.base_url, options.model, cache_path=options.cache,
+                        mode=options.mode, api_key_env=options.api_key_env)  # fmt: skip
+    params = {"max_tokens": options.max_tokens} if options.max_tokens else {}
+    return LLMEstimator(client, template=template, temperature=options.temperature,
+                        params=params)  # fmt: skip
 
 
 def open_embedder(model: str, query_cache: Path | None) -> CachedEmbedder:
@@ -773,6 +1014,29 @@ def prime_passage_vectors(embedder: CachedEmbedder, corpus: Corpus, store: Passa
     return count
 
 
+def run_stopping(
+    env: SeekerEnv, options: CalibrateOptions, estimator: CompletenessEstimator,
+    cache: EstimateCache, calibration: Calibration, progress: Progress | None = None,
+) -> tuple[list[EpisodeTrace], list[StoppingResult]]:  # fmt: skip
+    """Every episode to the horizon, then again per δ with :class:`CalibratedStop` inside the
+    environment (the episode ends when the rule fires), judged against the horizon runs."""
+    estimate = stopping_estimate(estimator, cache, calibration, options.estimate_belief)
+    doc_ids = [d.id for d in env.corpus.documents]
+    agent = make_agent(options.agent, options.queries_per_step)
+    env.stop_rule = None
+    full = trace_episodes(env, agent, estimate, doc_ids, options.episode_seeds, progress)
+    q_hat = calibration.q_hat_full_pool
+    results = []
+    for delta in options.stop_deltas:
+        env.stop_rule = CalibratedStop(estimate, q_hat, delta)
+        try:
+            live = trace_episodes(env, agent, estimate, doc_ids, options.episode_seeds)
+        finally:
+            env.stop_rule = None
+        results.append(evaluate_stopping(full, q_hat, delta, live))
+    return full, results
+
+
 def run_calibration(
     options: CalibrateOptions, progress: Progress | None = None
 ) -> list[CalibrationReport]:
@@ -787,28 +1051,34 @@ def run_calibration(
     store = open_store(corpus, options.store_dir, embedder) if embedder else None
     if embedder is not None and store is not None:
         prime_passage_vectors(embedder, corpus, store)
-    estimators = [make_estimator(name, embedder) for name in options.estimators]
+    belief_renderer(options.estimate_belief)
+    estimators: list[CompletenessEstimator] = []
+    for name in options.estimators:
+        if name == "llm" and options.llm is not None:
+            estimators.append(make_llm_estimator(options.llm))
+        else:
+            estimators.append(make_estimator(name, embedder))
     pool = build_pool(corpus, width, options.seed)
     cache = EstimateCache(options.estimate_cache)
     env = None
     if options.stopping and embedder is not None and store is not None:
-        env = SeekerEnv(corpus, store, embedder.embed, None, options.steps)
+        env = SeekerEnv(corpus, store, embedder.embed, options.theta, options.steps)
     reports = []
     for estimator in estimators:
         result = calibrate_estimator(corpus, pool, estimator, cache, options.alpha,
                                      splits=options.splits, seeds=options.seeds,
+                                     protocol=options.protocol,
+                                     failure_rule=options.failure_rule,
+                                     belief=options.estimate_belief,
                                      progress=progress)  # fmt: skip
         traces: list[EpisodeTrace] = []
         if env is not None:
-            estimate = stopping_estimate(estimator, cache, result)
-            doc_ids = [d.id for d in corpus.documents]
-            traces = trace_episodes(env, make_agent(options.agent), estimate, doc_ids,
-                                    options.episode_seeds, progress)  # fmt: skip
-            q_hat = result.q_hat_full_pool
-            stopping = [evaluate_stopping(traces, q_hat, d) for d in options.stop_deltas]
-            result = result.model_copy(
-                update={"report": result.report.model_copy(update={"stopping": stopping})}
+            traces, stopping = run_stopping(env, options, estimator, cache, result, progress)
+            note = theta_note(env.theta, env.store)
+            report = result.report.model_copy(
+                update={"stopping": stopping, "llm": llm_details(estimator), "theta_note": note}
             )
+            result = result.model_copy(update={"report": report})
         if options.out is not None:
             write_outputs(options.out, pool, result, traces)
         reports.append(result.report)

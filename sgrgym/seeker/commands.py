@@ -42,10 +42,19 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     )
 
     if args.source == "debian-python-docs":
-        from sgrgym.seeker.pydocs import build_pydocs_corpus
+        from sgrgym.seeker.pydocs import build_pydocs_corpus, filter_set
 
-        corpus = build_pydocs_corpus(progress=None if args.quiet else progress_bar)
-        out = args.out or corpus_path(DEMO)
+        shown = None if args.quiet else progress_bar
+        if args.filters == "encyclopedic" and args.topics == "source":
+            corpus = build_pydocs_corpus(progress=shown)
+            out = args.out or corpus_path(DEMO)
+        else:
+            corpus = build_pydocs_corpus(
+                filters=filter_set(args.filters), manifest=None, progress=shown,
+                topics=_topic_clusters(args),
+                name=args.name or f"pydocs-{args.filters}-{args.topics}",
+            )  # fmt: skip
+            out = args.out or corpus_path(corpus.name)
     elif args.path is None:
         from sgrgym.errors import UserError
 
@@ -73,6 +82,31 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     digest = save_corpus(corpus, out)
     print(render_stats(corpus_stats(corpus), corpus.name))
     print(f"\n{out}: {len(corpus.documents)} documents; sha256 {digest}")
+    return 0
+
+
+def _topic_clusters(args: argparse.Namespace) -> Any:
+    if args.topics == "source":
+        return None
+    from sgrgym.seeker.topics import TopicClustering, make_regroup
+
+    settings = TopicClustering(
+        eps=args.eps, min_samples=args.min_samples, umap_metric=args.umap_metric,
+        umap_components=args.umap_components,
+    )  # fmt: skip
+    return make_regroup(_embedder(DEFAULT_MODEL, None), settings)
+
+
+def cmd_corpus_report(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.pydocs import filter_report, render_filter_report
+
+    report = filter_report()
+    if args.json:
+        write_json(report.model_dump_json())
+    else:
+        print(f"python3.11-doc {report.package_version}: each filter alone (pages failing it) "
+              "and in order (pages left)\n")  # fmt: skip
+        print(render_filter_report(report))
     return 0
 
 
@@ -140,8 +174,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     env = _env(args, args.theta)
     docs = args.docs or env.store.documents()
     summary = run_seeker(
-        env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
-        args.seeds, args.out, None if args.quiet else progress_bar,
+        env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
+        args.belief, docs, args.seeds, args.out, None if args.quiet else progress_bar,
     )  # fmt: skip
     if args.json:
         write_json(summary.model_dump_json())
@@ -154,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
         print(f"\ncompleteness by step (%): {curve}")
         print(f"query diversity {summary.query_diversity:.3f}; episodes in {args.out}/")
+        print(summary.theta_note)
     return 0
 
 
@@ -163,41 +198,117 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
 
-    rows, results = [], {}
+    rows: list[list[str]] = []
+    results: dict[str, float] = {}
+    curves: dict[str, list[float]] = {}
     for theta in args.thetas:
         env = _env(args, theta)
         docs = args.docs or env.store.documents()
         summary = run_seeker(
-            env, make_agent(args.agent), belief_renderer(args.belief), args.belief, docs,
-            args.seeds, args.out / f"theta-{theta:.2f}", None if args.quiet else progress_bar,
+            env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
+            args.belief, docs, args.seeds, args.out / f"theta-{theta:.2f}",
+            None if args.quiet else progress_bar,
         )  # fmt: skip
         results[f"{theta:.2f}"] = summary.final_completeness
-        rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}"])
+        curves[f"{theta:.2f}"] = summary.completeness_by_step
+        curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
+        rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}", curve])
     if args.json:
-        write_json(json.dumps({"agent": args.agent, "final_completeness": results}))
+        write_json(json.dumps({"agent": args.agent, "final_completeness": results,
+                               "completeness_by_step": curves}))  # fmt: skip
     else:
-        print(format_table(["θ", "Final completeness %"], rows))
+        print(format_table(["θ", "Final completeness %", "Completeness by step %"], rows))
+    return 0
+
+
+def cmd_select_theta(args: argparse.Namespace) -> int:
+    from sgrgym.report.table import format_table
+    from sgrgym.seeker.theta import pin_theta, select_theta, write_evidence
+
+    env = _env(args)
+    store_dir = args.store or store_path(args.corpus, args.model)
+    evidence = select_theta(
+        env.corpus, env.store, _embedder(args.model, args.query_cache), grid=args.grid,
+        agent=args.agent, belief=args.belief, horizon=args.steps,
+        queries_per_step=args.queries_per_step, progress=None if args.quiet else progress_bar,
+    )  # fmt: skip
+    if args.check:
+        from sgrgym.errors import UserError
+        from sgrgym.hashing import sha256_bytes
+        from sgrgym.seeker.theta import evidence_bytes
+
+        pinned = env.store.manifest.theta_selection
+        digest = sha256_bytes(evidence_bytes(evidence))
+        if pinned is None or pinned.sha256 != digest or env.store.manifest.theta != evidence.chosen:
+            raise UserError(
+                f"{store_dir}: the recomputed θ evidence (sha256 {digest}, θ = "
+                f"{evidence.chosen}) differs from the pinned one; rerun with --pin on purpose"
+            )
+        print(f"{store_dir}: θ = {evidence.chosen} and its evidence reproduce (sha256 {digest})")
+        return 0
+    if args.pin:
+        selection = pin_theta(store_dir, evidence)
+        where = f"{store_dir / selection.file} (sha256 {selection.sha256}); θ pinned in manifest"
+    else:
+        out = args.out or Path("runs") / "theta-selection.json"
+        where = f"{out} (sha256 {write_evidence(evidence, out)}); not pinned (use --pin)"
+    if args.json:
+        write_json(evidence.model_dump_json())
+        return 0
+    rows = [
+        [f"{p.theta:.2f}", f"{100 * p.off_topic_hit_rate:.1f}",
+         f"{100 * p.targeted_miss_rate:.1f}", f"{100 * p.abstract_miss_rate:.1f}",
+         " ".join(f"{100 * c:.1f}" for c in p.completeness_by_step)]
+        for p in evidence.points
+    ]  # fmt: skip
+    print(format_table(["θ", "Off-topic hits %", "Targeted misses %", "Abstract misses %",
+                        f"Completeness by step % ({args.agent})"], rows))  # fmt: skip
+    print(f"\nbalance: the rates cross at θ ≈ {evidence.crossing}; chosen θ = "
+          f"{evidence.chosen:.2f} ({evidence.rule})\nevidence: {where}")  # fmt: skip
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
+        LLMOptions,
         calibration_folder,
         render_stopping,
         render_table,
         run_calibration,
     )
 
-    options = CalibrateOptions(
-        corpus_file=args.corpus_file or corpus_path(args.corpus),
-        store_dir=args.store or store_path(args.corpus, args.model),
-        model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
-        alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
-        splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
-        stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
-        estimate_cache=args.estimate_cache, out=args.out,
-    )  # fmt: skip
+    try:
+        llm = None
+        if "llm" in args.estimator and args.llm_model:
+            from sgrgym.errors import UserError
+
+            if not args.base_url or not args.llm_cache:
+                raise UserError("--estimator llm needs --base-url URL and --llm-cache FILE")
+            llm = LLMOptions(
+                model=args.llm_model, base_url=args.base_url, cache=args.llm_cache,
+                mode=args.llm_mode, api_key_env=args.api_key_env, temperature=args.temperature,
+                max_tokens=args.max_tokens, prompt=args.prompt,
+            )  # fmt: skip
+        options = CalibrateOptions(
+            corpus_file=args.corpus_file or corpus_path(args.corpus),
+            store_dir=args.store or store_path(args.corpus, args.model),
+            model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
+            alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
+            splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
+            stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
+            estimate_cache=args.estimate_cache, out=args.out, protocol=args.protocol,
+            failure_rule=args.failure_rule, estimate_belief=args.estimate_belief, llm=llm,
+            queries_per_step=args.queries_per_step, theta=args.theta,
+        )  # fmt: skip
+    except ValidationError as exc:
+        from sgrgym.errors import UserError
+
+        first = exc.errors()[0]
+        flag = "--" + str(first["loc"][-1]).replace("_", "-") if first["loc"] else "an option"
+        raise UserError(f"{flag}: {first['msg']}") from None
     with calibration_folder(options) as finish:
         reports = run_calibration(options, None if args.quiet else progress_bar)
         finish()
@@ -209,13 +320,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         stopping = render_stopping(reports)
         if stopping:
             print(f"\nCalibrated stopping (ĉ - q̂ >= δ; agent {args.agent}, horizon "
-                  f"{args.steps}), against running to the horizon:\n{stopping}")  # fmt: skip
+                  f"{args.steps}; {reports[0].theta_note}), against running to the "
+                  f"horizon:\n{stopping}")  # fmt: skip
         if args.out:
             print(f"\npairs, scores and partitions in {args.out}/<estimator>/")
     return 0
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
+def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
@@ -225,10 +337,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--agent", default="sentences",
                         help="sentences | phrases | oracle-text (default: sentences)")  # fmt: skip
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
-    parser.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    parser.add_argument(
+        "--steps", type=int, default=10, help="horizon M (default: 10; ours: the paper gives none)"
+    )
+    parser.add_argument(
+        "--queries-per-step",
+        type=int,
+        metavar="K",
+        help="queries per step (default: 2 sentences, 4 phrases; ours)",
+    )
     parser.add_argument("--seeds", type=int, default=1, help="episodes per document")
     parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
-    parser.add_argument("--out", type=Path, required=True, metavar="DIR")
+    parser.add_argument("--out", type=Path, required=out_required, metavar="PATH")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -250,9 +370,32 @@ def add_commands(areas: Any) -> None:
     build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
     build.add_argument("--name", help="corpus name (html/jsonl)")
     build.add_argument("--topic", default="default", help="topic cluster for html documents")
+    build.add_argument("--filters", default="encyclopedic",
+                       choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
+                       help="debian-python-docs filter set: B.1.1 (default, the pinned "
+                       "demo), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
+                       "B.1.2")  # fmt: skip
+    build.add_argument("--topics", default="source", choices=["source", "embedding"],
+                       help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
+                       "abstracts' embeddings (B.1; needs the cluster extra)")  # fmt: skip
+    build.add_argument("--eps", type=float, default=0.16, help="DBSCAN ε (B.1: 0.16)")
+    build.add_argument("--min-samples", type=int, default=160,
+                       help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)")  # fmt: skip
+    build.add_argument("--umap-metric", default="euclidean", choices=["euclidean", "cosine"],
+                       help="UMAP metric (B.1.2: cosine)")  # fmt: skip
+    build.add_argument("--umap-components", type=int, metavar="N",
+                       help="UMAP width (default: half the embedding width; ours)")  # fmt: skip
     build.add_argument("--out", type=Path, metavar="FILE")
     build.add_argument("--quiet", action="store_true")
     build.set_defaults(handler=cmd_build_corpus)
+
+    report = cmds.add_parser(
+        "corpus-report", help="count each curation filter on the demo source (Table-2 style)",
+        description="Parse the installed python3.11-doc pages and count, per filter set (B.1.1, "
+        "B.1.1 with in/out links, B.1.2), the pages failing each filter and those left.",
+    )  # fmt: skip
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(handler=cmd_corpus_report)
 
     export = cmds.add_parser(
         "export-model", help="export all-MiniLM-L6-v2 to ONNX (needs the [export] extra)",
@@ -287,17 +430,37 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--theta", type=float, help="override the store's θ")
     run.set_defaults(handler=cmd_run)
 
-    sweep = cmds.add_parser("sweep-theta", help="final completeness for several θ values")
+    sweep = cmds.add_parser("sweep-theta", help="completeness per step for several θ values")
     _common(sweep)
     sweep.add_argument("--thetas", nargs="+", type=float, required=True)
     sweep.set_defaults(handler=cmd_sweep_theta)
+
+    select = cmds.add_parser(
+        "select-theta", help="choose θ for an embedder and corpus (appendix A.2)",
+        description="Run the agent over a θ grid (completeness per step, figure 5a), measure "
+        "off-topic queries (other clusters' abstract sentences) that retrieve anything and "
+        "passage keyword queries that retrieve nothing, and choose the grid θ where the worse "
+        "of the two rates is smallest. --pin writes the evidence beside the store's manifest "
+        "and pins the chosen θ there.",
+    )  # fmt: skip
+    _common(select, out_required=False)
+    select.add_argument("--grid", nargs="+", type=float, metavar="θ",
+                        default=[0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
+                        help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 "
+                        "extended downwards, ours)")  # fmt: skip
+    select.add_argument("--pin", action="store_true", help="pin the chosen θ in the store manifest")
+    select.add_argument("--check", action="store_true",
+                        help="recompute and compare with the pinned θ and evidence (exit 2 "
+                        "if they differ)")  # fmt: skip
+    select.set_defaults(handler=cmd_select_theta)
 
     calibrate = cmds.add_parser(
         "calibrate", help="completeness estimators: split-conformal q̂, R², coverage (table 4)",
         description="Draw synthetic belief states (one per interval of Δ remaining passages), "
         "estimate their completeness from the deduplicated-trajectory belief, calibrate by "
-        "split conformal prediction over 3 splits × 10 seeds, and evaluate calibrated stopping "
-        "(ĉ - q̂ >= δ) on agent episodes.",
+        "split conformal prediction over 3 calibration/test splits with 10 estimator seeds "
+        "within each (section 3.3), and evaluate calibrated stopping (ĉ - q̂ >= δ) inside "
+        "agent episodes, judged where it stops.",
     )  # fmt: skip
     calibrate.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
@@ -307,20 +470,61 @@ def add_commands(areas: Any) -> None:
                            help="persistent vector cache (SQLite; default: in memory)")  # fmt: skip
     calibrate.add_argument("--estimator", nargs="+", metavar="NAME",
                            default=["constant", "abstract-coverage", "visible-count"],
-                           help="constant | abstract-coverage | visible-count (all)")  # fmt: skip
+                           help="constant | abstract-coverage | visible-count | llm (default: "
+                           "the three offline ones)")  # fmt: skip
+    llm = calibrate.add_argument_group("LLM estimator (--estimator llm)")
+    llm.add_argument("--llm-model", metavar="NAME", help="chat model name (--model names the "
+                     "embedder)")  # fmt: skip
+    llm.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
+    llm.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                     help="environment variable holding the API key (never stored)")  # fmt: skip
+    llm.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="sampling temperature (default 0: ours, the paper gives none)",
+    )
+    llm.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
+    llm.add_argument("--llm-cache", type=Path, metavar="FILE",
+                     help="recorded chat completions (requests-cache SQLite)")  # fmt: skip
+    llm.add_argument("--llm-mode", choices=["record", "replay", "refresh"], default="replay",
+                     help="replay (offline, default), record (fill misses), refresh")  # fmt: skip
+    llm.add_argument("--prompt", type=Path, metavar="FILE",
+                     help="prompt file (default: the packaged completeness-v1)")  # fmt: skip
+    calibrate.add_argument("--estimate-belief", default="dedup-hidden-ids",
+                           choices=["dedup-hidden-ids", "dedup"],
+                           help="belief rendering the estimator sees (default: dedup with "
+                           "passage ids hidden: an id is a position and bounds N)")  # fmt: skip
+    calibrate.add_argument("--protocol", default="splits-x-seeds",
+                           choices=["splits-x-seeds", "resampled-partitions"],
+                           help="splits-x-seeds (section 3.3: seeds vary the estimator "
+                           "within each split) or resampled-partitions (a partition per "
+                           "split and seed)")  # fmt: skip
+    calibrate.add_argument("--failure-rule", default="worst", choices=["worst", "exclude"],
+                           help="unreadable estimates: scored as the worst estimate (default) "
+                           "or excluded from that seed's sets")  # fmt: skip
     calibrate.add_argument("--alpha", type=float, default=0.1, help="miscoverage α (0.1)")
     calibrate.add_argument("--interval-width", type=int, metavar="Δ",
                            help="width of the remaining-passage intervals, one state each "
                            "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)")  # fmt: skip
     calibrate.add_argument("--seed", type=int, default=0, help="pool and split seed (0)")
     calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
-    calibrate.add_argument("--seeds", type=int, default=10, help="seeds per split (10)")
+    calibrate.add_argument("--seeds", type=int, default=10, help="estimator seeds per split (10)")
     calibrate.add_argument("--stop-delta", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.3],
-                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3)")  # fmt: skip
+                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3: ours, "
+                           "the paper gives none)")  # fmt: skip
     calibrate.add_argument("--no-stopping", action="store_true",
                            help="skip the calibrated-stopping episodes")  # fmt: skip
     calibrate.add_argument("--agent", default="sentences", help="agent for stopping episodes")
-    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10)")
+    calibrate.add_argument(
+        "--queries-per-step",
+        type=int,
+        metavar="K",
+        help="queries per step (default 2 sentences, 4 phrases: ours)",
+    )
+    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10; ours)")
+    calibrate.add_argument("--theta", type=float, help="override the store's pinned θ")
     calibrate.add_argument("--estimate-cache", type=Path, metavar="FILE",
                            help="persistent estimate cache (JSONL)")  # fmt: skip
     calibrate.add_argument("--out", type=Path, metavar="DIR",

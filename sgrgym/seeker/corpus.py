@@ -17,9 +17,10 @@ Builders:
   reference/link sections are dropped.
 - :func:`import_jsonl` reads already-split documents, one JSON object a line.
 
-:class:`CorpusFilter` holds the paper's quality filters (at least 12 passages, fewer than 10% of
-passages under 48 tokens, abstract of 64-1024 tokens). :func:`save_corpus` / :func:`load_corpus`
-write and read a corpus as JSONL with deterministic bytes.
+:class:`CorpusFilter` holds the paper's quality filters (B.1.1 by default: at least 12
+passages, fewer than 10% of passages under 48 tokens, abstract of 64-1024 tokens; optionally the
+in/out link thresholds; :meth:`CorpusFilter.ml_surveys` gives B.1.2's survey filters).
+:func:`save_corpus` / :func:`load_corpus` write and read a corpus as JSONL with deterministic bytes.
 """
 
 from __future__ import annotations
@@ -192,12 +193,35 @@ def make_document(
 # Filters (paper appendix B.1.1)
 
 
-class CorpusFilter(BaseModel):
-    """Document quality filters; defaults are the paper's (appendix B.1.1).
+@dataclass(frozen=True)
+class LinkCounts:
+    """In-corpus links of one document: pages linking to it, pages it links to."""
 
-    A document passes with at least ``min_passages`` passages, a short-passage ratio strictly
-    below ``max_short_ratio`` (short: fewer than ``short_tokens`` tokens) and an abstract of
-    ``min_abstract_tokens`` to ``max_abstract_tokens`` tokens (both inclusive).
+    inbound: int
+    outbound: int
+
+
+_CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Listing|Algorithm|Chart)\s*[0-9IVX]+[.:]")
+
+
+def caption_ratio(doc: Document) -> float:
+    """Share of passages that read like a figure/table caption (``Figure 3: ...``)."""
+    if not doc.passages:
+        return 0.0
+    return sum(1 for p in doc.passages if _CAPTION.match(p.text)) / len(doc.passages)
+
+
+class CorpusFilter(BaseModel):
+    """Document quality filters; defaults are the paper's encyclopedic ones (appendix B.1.1).
+
+    A document passes with at least ``min_passages`` passages (and at most ``max_passages``), a
+    short-passage ratio strictly below ``max_short_ratio`` (at most, with
+    ``short_ratio_inclusive``; short: fewer than ``short_tokens`` tokens), an abstract of
+    ``min_abstract_tokens`` to ``max_abstract_tokens`` tokens (both inclusive), and, where set,
+    at least ``min_sections`` sections, a caption-like passage ratio strictly below
+    ``max_caption_ratio``, at least ``min_inbound`` in-corpus pages linking to it and at least
+    ``min_outbound`` it links to (B.1.1: 16 and 4 for the encyclopedic corpus; they need a
+    source with a link graph). :meth:`ml_surveys` gives B.1.2's survey filters.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -207,28 +231,68 @@ class CorpusFilter(BaseModel):
     max_short_ratio: float = Field(default=0.1, gt=0.0, le=1.0)
     min_abstract_tokens: int = Field(default=64, ge=0)
     max_abstract_tokens: int = Field(default=1024, ge=0)
+    max_passages: int | None = Field(default=None, ge=1)
+    short_ratio_inclusive: bool = False
+    min_sections: int | None = Field(default=None, ge=1)
+    max_caption_ratio: float | None = Field(default=None, gt=0.0, le=1.0)
+    min_inbound: int | None = Field(default=None, ge=0)
+    min_outbound: int | None = Field(default=None, ge=0)
 
-    def problems(self, doc: Document) -> list[str]:
-        """Why ``doc`` fails the filters (empty when it passes)."""
-        out: list[str] = []
-        if doc.n_passages < self.min_passages:
-            out.append(f"{doc.n_passages} passages (minimum {self.min_passages})")
+    @classmethod
+    def ml_surveys(cls) -> CorpusFilter:
+        """Appendix B.1.2: 30 < paragraphs < 237, >= 8 sections, short ratio <= 0.4195, caption
+        ratio < 0.05 (no abstract bounds are given: none applied)."""
+        return cls(min_passages=31, max_passages=236, max_short_ratio=0.4195,
+                   short_ratio_inclusive=True, min_sections=8, max_caption_ratio=0.05,
+                   min_abstract_tokens=0, max_abstract_tokens=10**9)  # fmt: skip
+
+    @property
+    def needs_links(self) -> bool:
+        return self.min_inbound is not None or self.min_outbound is not None
+
+    def checks(self, doc: Document, links: LinkCounts | None = None) -> list[tuple[str, str]]:
+        """(filter name, why ``doc`` fails it) for every filter it fails, in a fixed order."""
+        out: list[tuple[str, str]] = []
+        n = doc.n_passages
+        if n < self.min_passages:
+            out.append(("min passages", f"{n} passages (minimum {self.min_passages})"))
+        if self.max_passages is not None and n > self.max_passages:
+            out.append(("max passages", f"{n} passages (maximum {self.max_passages})"))
         ratio = doc.short_ratio(self.short_tokens)
-        if ratio >= self.max_short_ratio:
-            out.append(
-                f"short-passage ratio {ratio:.3f} (must be below {self.max_short_ratio}; "
-                f"short = under {self.short_tokens} tokens)"
-            )
+        limit = self.max_short_ratio
+        if ratio > limit or (ratio == limit and not self.short_ratio_inclusive):
+            bound = "at most" if self.short_ratio_inclusive else "below"
+            out.append(("short ratio", f"short-passage ratio {ratio:.3f} (must be {bound} "
+                        f"{limit}; short = under {self.short_tokens} tokens)"))  # fmt: skip
         tokens = doc.abstract_tokens
         if not self.min_abstract_tokens <= tokens <= self.max_abstract_tokens:
-            out.append(
-                f"abstract of {tokens} tokens (allowed {self.min_abstract_tokens}-"
-                f"{self.max_abstract_tokens})"
-            )
+            out.append(("abstract tokens", f"abstract of {tokens} tokens (allowed "
+                        f"{self.min_abstract_tokens}-{self.max_abstract_tokens})"))  # fmt: skip
+        if self.min_sections is not None and len(doc.sections) < self.min_sections:
+            out.append(("min sections",
+                        f"{len(doc.sections)} sections (minimum {self.min_sections})"))  # fmt: skip
+        captions = caption_ratio(doc)
+        if self.max_caption_ratio is not None and captions >= self.max_caption_ratio:
+            out.append(("caption ratio", f"caption-like ratio {captions:.3f} (must be below "
+                        f"{self.max_caption_ratio})"))  # fmt: skip
+        if self.needs_links:
+            if links is None:
+                raise UserError(f"{doc.id}: the in/out link filters need a source with an "
+                                "in-corpus link graph; this one has none")  # fmt: skip
+            if self.min_inbound is not None and links.inbound < self.min_inbound:
+                out.append(("min inbound", f"{links.inbound} in-corpus pages link to it "
+                            f"(minimum {self.min_inbound})"))  # fmt: skip
+            if self.min_outbound is not None and links.outbound < self.min_outbound:
+                out.append(("min outbound", f"links to {links.outbound} in-corpus pages "
+                            f"(minimum {self.min_outbound})"))  # fmt: skip
         return out
 
-    def passes(self, doc: Document) -> bool:
-        return not self.problems(doc)
+    def problems(self, doc: Document, links: LinkCounts | None = None) -> list[str]:
+        """Why ``doc`` fails the filters (empty when it passes)."""
+        return [why for _, why in self.checks(doc, links)]
+
+    def passes(self, doc: Document, links: LinkCounts | None = None) -> bool:
+        return not self.checks(doc, links)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ row per text. Two backends:
   ``sgrgym seeker export-model`` produces them. Each text runs alone at its own token length, so
   a text's vector does not depend on the texts embedded with it (onnxruntime's kernels are not
   bit-stable across batch shapes), nor on the thread count or the process.
-- ``openai:<model>`` (:class:`OpenAIEmbeddings`): ``POST <base_url>/embeddings`` through
-  requests-cache. ``record`` mode fills the cache; ``replay`` mode (the default) never opens a
-  connection and turns a cache miss into a :class:`UserError`.
+- ``openai:<model>`` (:class:`OpenAIEmbeddings`): ``POST <base_url>/embeddings`` through the
+  shared recorded session of :mod:`sgrgym.llm.http`. ``record`` mode fills the cache;
+  ``replay`` mode (the default) never opens a connection and turns a cache miss into a
+  :class:`UserError`; ``refresh`` sends again and overwrites.
 
 :class:`QueryCache` + :class:`CachedEmbedder` keep query vectors by (model id, text) in SQLite so
 that a replayed run uses the very same vectors. Heavy imports happen inside the backends.
@@ -19,14 +20,13 @@ that a replayed run uses the very same vectors. Heavy imports happen inside the 
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -35,9 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
 from sgrgym.inputs import existing_file
-
-if TYPE_CHECKING:
-    import requests
 
 # onnxruntime writes telemetry files under the home directory on import unless this is set.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
@@ -51,7 +48,7 @@ EXPORT_COMMAND = "sgrgym seeker export-model"
 OPENAI_PREFIX = "openai:"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-Mode = Literal["replay", "record"]
+Mode = Literal["replay", "record", "refresh"]
 
 # Output widths of the OpenAI embedding models (used when ``dims`` is not given).
 _OPENAI_DIMS = {
@@ -303,20 +300,6 @@ class _EmbeddingResponse(BaseModel):
     data: list[_EmbeddingItem]
 
 
-def _is_loopback_url(url: str) -> bool:
-    from urllib.parse import urlsplit
-
-    from sgrgym.runs.netguard import is_loopback
-
-    host = urlsplit(url).hostname or ""
-    return is_loopback((host, 0))
-
-
-def _sqlite_path(path: Path) -> Path:
-    """requests-cache adds ``.sqlite`` to a name without a suffix; do it here so checks agree."""
-    return path if path.suffix else path.with_name(path.name + ".sqlite")
-
-
 def _normalize_rows(rows: list[list[float]], dims: int, what: str) -> FloatMatrix:
     matrix = np.asarray(rows, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[1] != dims:
@@ -331,11 +314,13 @@ def _normalize_rows(rows: list[list[float]], dims: int, what: str) -> FloatMatri
 class OpenAIEmbeddings:
     """An OpenAI-compatible ``/embeddings`` endpoint behind a requests-cache SQLite cache.
 
+    The HTTP side is :class:`sgrgym.llm.http.RecordedPost`, shared with the chat client:
     ``mode="record"`` sends the requests the cache cannot answer and stores the responses;
-    ``mode="replay"`` answers only from the cache and never opens a connection (a miss is a
-    UserError). The cache key is the method, URL and JSON body (model + texts), never the API
-    key. ``batch_size`` texts go in one request; the default of 1 makes each text's cached
-    response independent of which texts were embedded with it.
+    ``mode="replay"`` (the default) answers only from the cache and never opens a connection (a
+    miss is a UserError naming the request hash); ``mode="refresh"`` sends every request again.
+    The cache key is the method, URL and JSON body (model + texts), never the API key.
+    ``batch_size`` texts go in one request; the default of 1 makes each text's cached response
+    independent of which texts were embedded with it.
     """
 
     model_id: str
@@ -353,8 +338,9 @@ class OpenAIEmbeddings:
         batch_size: int = 1,
         timeout_s: float = 120.0,
     ) -> None:
-        if mode not in ("replay", "record"):
-            raise UserError(f"embedding cache mode must be 'replay' or 'record', got {mode!r}")
+        from sgrgym.llm.http import RecordedPost, check_mode
+
+        check_mode(mode, "embedding")
         if batch_size < 1:
             raise UserError(f"batch_size must be at least 1, got {batch_size}")
         width = dims if dims is not None else _OPENAI_DIMS.get(model)
@@ -366,42 +352,15 @@ class OpenAIEmbeddings:
         self.url = base_url.rstrip("/") + "/embeddings"
         self.mode: Mode = mode
         self.batch_size = batch_size
-        self.timeout_s = timeout_s
-        self.cache_path = _sqlite_path(Path(cache_path))
-        self._headers = {"Content-Type": "application/json"}
-        if mode == "replay" and not self.cache_path.is_file():
-            raise UserError(f"{self.cache_path}: no embedding cache: run once with --record")
-        if mode == "record":
-            key = os.environ.get(api_key_env)
-            if key:
-                self._headers["Authorization"] = f"Bearer {key}"
-            elif not _is_loopback_url(self.url):
-                raise UserError(f"set {api_key_env} to record embeddings from {self.url}")
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        self._session = self._open_session()
-
-    def _open_session(self) -> requests.Session:
-        try:
-            import requests_cache
-        except ImportError:
-            raise UserError(
-                "the OpenAI embedder needs requests-cache: pip install 'sgrgym[seeker]'"
-            ) from None
-        return requests_cache.CachedSession(
-            cache_name=str(self.cache_path),
-            backend="sqlite",
-            serializer="json",
-            allowable_methods=("POST",),
-            allowable_codes=(200,),
-            expire_after=requests_cache.NEVER_EXPIRE,
-            cache_control=False,
-            only_if_cached=self.mode == "replay",
-            read_only=self.mode == "replay",
-        )
+        self._post = RecordedPost(
+            self.url, Path(cache_path), mode=mode, api_key_env=api_key_env,
+            what="embedding request", timeout_s=timeout_s,
+        )  # fmt: skip
+        self.cache_path = self._post.cache_path
 
     def close(self) -> None:
         """Close the HTTP session and its cache database."""
-        self._session.close()
+        self._post.close()
 
     def __enter__(self) -> OpenAIEmbeddings:
         return self
@@ -414,36 +373,12 @@ class OpenAIEmbeddings:
     ) -> None:
         self.close()
 
-    def _request_body(self, texts: list[str]) -> bytes:
-        body = {"encoding_format": "float", "input": texts, "model": self.model}
-        return json.dumps(body, sort_keys=True, ensure_ascii=False).encode("utf-8")
-
     def _embed_batch(self, texts: list[str]) -> FloatMatrix:
-        import requests
-
+        body = {"encoding_format": "float", "input": texts, "model": self.model}
+        label = f"{self.model_id}, {len(texts)} text(s) starting {texts[0][:60]!r}"
+        content, _, _ = self._post.post(body, label=label)
         try:
-            response = self._session.post(
-                self.url,
-                data=self._request_body(texts),
-                headers=self._headers,
-                timeout=self.timeout_s,
-            )
-        except requests.RequestException as exc:
-            raise UserError(f"embedding request to {self.url} failed: {exc}") from None
-        # requests-cache answers a miss under only_if_cached with a synthetic 504.
-        from_cache = bool(getattr(response, "from_cache", False))
-        if self.mode == "replay" and (not from_cache or response.status_code == 504):
-            raise UserError(
-                f"not in the cache: run once with --record ({self.model_id}, {len(texts)} "
-                f"text(s) starting {texts[0][:60]!r}; cache {self.cache_path})"
-            )
-        if response.status_code != 200:
-            raise UserError(
-                f"embedding request to {self.url} failed: HTTP {response.status_code}: "
-                f"{response.text[:300]}"
-            )
-        try:
-            parsed = _EmbeddingResponse.model_validate_json(response.content)
+            parsed = _EmbeddingResponse.model_validate_json(content)
         except ValidationError as exc:
             raise UserError(f"{self.url}: malformed embeddings response: {exc}") from None
         items = sorted(parsed.data, key=lambda item: item.index)

@@ -2,7 +2,9 @@
 
 ``reset(doc_id, seed)`` shows the abstract; ``step(queries)`` returns the goal passages newly
 retrieved by O(s, a) (cosine > θ, per query and in union), the monotone retrieved set, the
-completeness c = retrieved / N, and ends at the horizon M with terminal reward c (γ = 1).
+completeness c = retrieved / N, and ends at the horizon M (``truncated``) or earlier when the
+optional stop rule fires after a step (``terminated``: calibrated stopping, sections 2.2 and
+2.4), with terminal reward c (γ = 1).
 The document's passage matrix is loaded once at reset; queries are embedded by the pinned
 embedder (through the persistent query cache when one is given).
 """
@@ -20,6 +22,7 @@ from sgrgym.seeker.retrieval import Matrix, retrieve
 from sgrgym.seeker.store import PassageStore
 
 Embed = Callable[[Sequence[str]], Matrix]
+StopRule = Callable[["EpisodeState"], bool]  # checked after every step; True ends the episode
 
 
 @dataclass(frozen=True)
@@ -48,14 +51,20 @@ class EpisodeState:
     retrieved: list[str] = field(default_factory=list)  # passage ids, first retrieval order
     history: list[StepRecord] = field(default_factory=list)
     query_vectors: list[Matrix] = field(default_factory=list)
+    stopped: bool = False  # the stop rule fired (section 2.2: early termination)
 
     @property
     def completeness(self) -> float:
         return len(self.retrieved) / len(self.document.passages)
 
     @property
+    def truncated(self) -> bool:
+        """The horizon M was reached without the stop rule firing (a time limit)."""
+        return len(self.history) >= self.horizon and not self.stopped
+
+    @property
     def done(self) -> bool:
-        return len(self.history) >= self.horizon
+        return self.stopped or len(self.history) >= self.horizon
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,9 @@ class StepResult:
     per_query: list[list[str]]
     completeness: float
     done: bool
-    reward: float  # c at the terminal step (γ = 1), else 0
+    reward: float  # c at the last step (γ = 1), else 0
+    terminated: bool = False  # the stop rule fired after this step
+    truncated: bool = False  # the horizon was reached (without the stop rule firing)
 
 
 class SeekerEnv:
@@ -72,7 +83,7 @@ class SeekerEnv:
 
     def __init__(
         self, corpus: Corpus, store: PassageStore, embed: Embed, theta: float | None = None,
-        horizon: int = 10,
+        horizon: int = 10, stop_rule: StopRule | None = None,
     ) -> None:  # fmt: skip
         if store.manifest.corpus != corpus.name:
             raise UserError(
@@ -83,7 +94,10 @@ class SeekerEnv:
         self.store = store
         self.embed = embed
         self.theta = store.manifest.theta if theta is None else theta
+        if horizon < 1:
+            raise UserError(f"the horizon M must be at least 1 step, got {horizon}")
         self.horizon = horizon
+        self.stop_rule = stop_rule
         self._documents = {d.id: d for d in corpus.documents}
         self._ids: list[str] = []
         self._matrix: Matrix = np.zeros((0, store.manifest.dims), np.float32)
@@ -103,7 +117,7 @@ class SeekerEnv:
     def step(self, queries: Sequence[str]) -> StepResult:
         state = self.state
         if state is None or state.done:
-            raise RuntimeError("call reset() first (or the episode reached its horizon)")
+            raise RuntimeError("call reset() first (or the episode has ended)")
         vectors = (
             self.embed(list(queries)) if queries else np.zeros((0, self._matrix.shape[1]), "f4")
         )
@@ -117,9 +131,11 @@ class SeekerEnv:
         state.history.append(
             StepRecord(len(state.history) + 1, list(queries), per_query, new, state.completeness)
         )
+        if self.stop_rule is not None and self.stop_rule(state):
+            state.stopped = True
         by_id = {p.id: p for p in state.document.passages}
         done = state.done
         return StepResult(
             [by_id[pid] for pid in new], per_query, state.completeness, done,
-            state.completeness if done else 0.0,
+            state.completeness if done else 0.0, state.stopped, state.truncated,
         )  # fmt: skip

@@ -19,14 +19,18 @@ Estimators plug in through :class:`CompletenessEstimator`:
 - ``visible-count`` (:class:`VisibleCountEstimator`): ĉ = k / (k + K) for k visible passages; K
   is a fixed prior for "half seen" (default 30, about half the demo corpus' mean of 60
   passages per document). It uses no embeddings.
-- ``llm`` (:class:`LLMEstimator`): prompts a chat model (any ``ChatFunction``: a list of
-  ``{"role", "content"}`` messages in, the reply text out) with :data:`COMPLETENESS_PROMPT` and
-  reads the ratio with :func:`parse_completeness`. Wiring an LLM client is one line:
-  ``LLMEstimator(client.chat, model="name")``.
+- ``llm`` (:class:`LLMEstimator`): prompts a chat model through the recorded client of
+  :mod:`sgrgym.llm.chat` with the versioned prompt file ``prompts/completeness-v1.json``
+  (:data:`COMPLETENESS_PROMPT`; its sha256 goes into every result), called with the protocol's
+  seed and the configured temperature, and reads the ratio with :func:`parse_completeness`.
+  A reply without a usable ratio is a parse failure: ``estimate`` returns None and the
+  calibration applies its declared failure rule (never a silent ĉ = 0).
 
-Estimates are rounded to 6 decimals (last-bit BLAS differences never change output bytes) and
-cached per (estimator id, state key) in an :class:`EstimateCache`, optionally persisted as
-JSONL, so a calibration protocol never computes an estimate twice.
+Deterministic estimators (``seeded = False``) give the same estimate for every seed; the LLM
+estimator is ``seeded``. Estimates are rounded to 6 decimals (last-bit BLAS differences never
+change output bytes) and cached per (estimator id, state key, seed) in an
+:class:`EstimateCache` (seed None for deterministic estimators), optionally persisted as JSONL,
+so a calibration protocol never computes an estimate twice.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
@@ -48,6 +52,9 @@ from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
 from sgrgym.seeker.env import EpisodeState
+
+if TYPE_CHECKING:
+    from sgrgym.llm.chat import ChatReply
 
 DECIMALS = 6
 
@@ -89,15 +96,17 @@ class CompletenessEstimator(Protocol):
     """Predicts the completeness ratio ĉ ∈ [0, 1] of a visible belief.
 
     ``id`` names the estimator and its settings (the estimate cache's key); an estimator with
-    ``fits_calibration_mean`` predicts the calibration split's mean c instead (``constant``).
+    ``fits_calibration_mean`` predicts the calibration split's mean c instead (``constant``);
+    ``seeded`` says whether the estimate depends on ``seed`` (an LLM's sampling).
     """
 
     name: str
     id: str
     fits_calibration_mean: bool
+    seeded: bool
 
-    def estimate(self, belief: VisibleBelief) -> float:
-        """ĉ for ``belief``, in [0, 1]."""
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
+        """ĉ for ``belief``, in [0, 1]; None when the estimate could not be read."""
         ...
 
 
@@ -116,11 +125,12 @@ class ConstantEstimator:
     name = "constant"
     id = "constant"
     fits_calibration_mean = True
+    seeded = False
 
     def __init__(self, value: float = 0.5) -> None:
         self.value = clamp_ratio(value)
 
-    def estimate(self, belief: VisibleBelief) -> float:
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
         return self.value
 
 
@@ -141,6 +151,7 @@ class AbstractCoverageEstimator:
 
     name = "abstract-coverage"
     fits_calibration_mean = False
+    seeded = False
 
     def __init__(self, embedder: Embedder, low: float = 0.30, high: float = 0.80) -> None:
         if not -1.0 <= low < high <= 1.0:
@@ -153,7 +164,7 @@ class AbstractCoverageEstimator:
     def _vectors(self, texts: Sequence[str]) -> FloatMatrix:
         return np.asarray(self.embedder.embed(list(texts)), dtype=np.float32)
 
-    def estimate(self, belief: VisibleBelief) -> float:
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
         sentences = abstract_sentences(belief.abstract)
         if not sentences or not belief.passages:
             return 0.0
@@ -170,6 +181,7 @@ class VisibleCountEstimator:
 
     name = "visible-count"
     fits_calibration_mean = False
+    seeded = False
 
     def __init__(self, half: int = 30) -> None:
         if half < 1:
@@ -177,19 +189,13 @@ class VisibleCountEstimator:
         self.half = half
         self.id = f"{self.name}[half={half}]"
 
-    def estimate(self, belief: VisibleBelief) -> float:
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
         k = len(belief.passages)
         return clamp_ratio(k / (k + self.half))
 
 
 # --------------------------------------------------------------------------------------------
 # LLM estimator: interface, prompt, parser
-
-
-class ChatFunction(Protocol):
-    """A chat model: OpenAI-style messages in, the reply's text out."""
-
-    def __call__(self, messages: list[dict[str, str]]) -> str: ...
 
 
 BELIEF_SLOT = "{belief}"
@@ -200,8 +206,10 @@ class PromptTemplate(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    version: str = "inline"
     system: str
     user: str
+    file_sha256: str | None = None  # sha256 of the prompt file's bytes (None: not from a file)
 
     @field_validator("user")
     @classmethod
@@ -219,23 +227,32 @@ class PromptTemplate(BaseModel):
 
     @property
     def sha256(self) -> str:
+        """The prompt file's sha256, or that of the two messages for an inline template."""
+        if self.file_sha256 is not None:
+            return self.file_sha256
         return sha256_bytes(json.dumps([self.system, self.user]).encode("utf-8"))
 
 
-COMPLETENESS_PROMPT = PromptTemplate(
-    system=(
-        "You judge how complete a collection of retrieved passages is. A document was split "
-        "into passages; a reader searched it and retrieved some of them. You see the "
-        "document's title and abstract and the passages retrieved so far, never the ones "
-        "still missing."
-    ),
-    user=(
-        f"{BELIEF_SLOT}\n"
-        "Estimate the fraction of the document's passages that has been retrieved so far, "
-        "from 0 (nothing) to 1 (every passage). End your reply with one line of the form\n"
-        "Completeness: <number between 0 and 1>"
-    ),
-)
+PROMPTS_DIR = Path(__file__).parent / "prompts"
+COMPLETENESS_PROMPT_FILE = PROMPTS_DIR / "completeness-v1.json"
+
+
+def load_prompt(path: Path) -> PromptTemplate:
+    """A prompt file: JSON with ``version``, ``system`` and ``user`` (one ``{belief}`` slot)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the prompt file ({exc.strerror})") from None
+    try:
+        fields = json.loads(data)
+        if not isinstance(fields, dict):
+            raise ValueError("not a JSON object")
+        return PromptTemplate(**fields, file_sha256=sha256_bytes(data))
+    except (ValueError, TypeError) as exc:
+        raise UserError(f"{path}: not a prompt file (version, system, user): {exc}") from None
+
+
+COMPLETENESS_PROMPT = load_prompt(COMPLETENESS_PROMPT_FILE)
 
 PARSE_FAILED: None = None
 """What :func:`parse_completeness` returns for a reply without a usable ratio."""
@@ -369,40 +386,64 @@ def parse_completeness(reply: str) -> float | None:
     return clamp_ratio(chosen.value)
 
 
-class LLMEstimator:
-    """ĉ from a chat model: :data:`COMPLETENESS_PROMPT` in, :func:`parse_completeness` out.
+class Chat(Protocol):
+    """A chat model as :class:`sgrgym.llm.chat.ChatClient` offers it."""
 
-    A reply without a usable ratio counts in ``failures`` and estimates ``on_failure`` (0.0 by
-    default: a failed reading never triggers calibrated stopping). ``model`` names the model in
-    the estimator's id, with the prompt's sha256, so cached estimates never mix models or
-    prompts.
+    model: str
+
+    def complete(
+        self, messages: list[dict[str, str]], *, seed: int | None = None,
+        temperature: float | None = None, **params: Any,
+    ) -> ChatReply: ...  # fmt: skip
+
+
+class LLMEstimator:
+    """ĉ from a chat model: the prompt file in, :func:`parse_completeness` out.
+
+    Each call passes the protocol's ``seed`` and the configured ``temperature`` (and ``params``,
+    e.g. ``max_tokens``). A reply without a usable ratio counts in ``parse_failures`` and
+    estimates None. The id names the model, the prompt's sha256 and the sampling settings, so
+    cached estimates never mix them. ``calls``, ``usage`` and ``models`` (ids the server
+    returned) record what was spent and who answered.
     """
 
     name = "llm"
     fits_calibration_mean = False
+    seeded = True
 
     def __init__(
-        self,
-        chat: ChatFunction | Callable[[list[dict[str, str]]], str],
-        *,
-        model: str = "llm",
-        template: PromptTemplate = COMPLETENESS_PROMPT,
+        self, chat: Chat, *, template: PromptTemplate = COMPLETENESS_PROMPT,
+        temperature: float = 0.0, params: dict[str, Any] | None = None,
         parser: Callable[[str], float | None] = parse_completeness,
-        on_failure: float = 0.0,
-    ) -> None:
+    ) -> None:  # fmt: skip
+        if not 0.0 <= temperature <= 2.0:
+            raise UserError(f"temperature must be in [0, 2], got {temperature}")
         self.chat = chat
         self.template = template
+        self.temperature = temperature
+        self.params = dict(params or {})
         self.parser = parser
-        self.on_failure = clamp_ratio(on_failure)
-        self.failures = 0
-        self.id = f"{self.name}[{model};prompt={template.sha256[:12]}]"
+        self.parse_failures = 0
+        self.calls = 0
+        self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        self.models: set[str] = set()
+        extra = "".join(f";{k}={v}" for k, v in sorted(self.params.items()))
+        self.id = (f"{self.name}[{chat.model};prompt={template.sha256[:12]};"
+                   f"temperature={temperature:g}{extra}]")  # fmt: skip
 
-    def estimate(self, belief: VisibleBelief) -> float:
-        reply = self.chat(self.template.messages(belief))
-        value = self.parser(reply)
+    def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
+        reply = self.chat.complete(
+            self.template.messages(belief), seed=seed, temperature=self.temperature,
+            **self.params,
+        )  # fmt: skip
+        self.calls += 1
+        self.models.add(reply.model)
+        for key in self.usage:
+            self.usage[key] += getattr(reply.usage, key)
+        value = self.parser(reply.text)
         if value is None:
-            self.failures += 1
-            return self.on_failure
+            self.parse_failures += 1
+            return None
         return clamp_ratio(value)
 
 
@@ -424,8 +465,8 @@ def make_estimator(name: str, embedder: Embedder | None = None) -> CompletenessE
         return AbstractCoverageEstimator(embedder)
     if name == "llm":
         raise UserError(
-            "the llm estimator needs a chat model from the LLM layer; in Python use "
-            "LLMEstimator(chat_function)"
+            "the llm estimator needs a chat model from the LLM layer: pass --llm-model, "
+            "--base-url and --llm-cache (in Python: LLMEstimator(ChatClient(...)))"
         )
     raise UserError(f"no estimator {name!r}; estimators: {', '.join(OFFLINE_ESTIMATORS)}, llm")
 
@@ -435,20 +476,27 @@ class _CachedEstimate(BaseModel):
 
     estimator: str
     key: str
-    c_hat: float
+    seed: int | None = None  # None: a deterministic estimator (one estimate for every seed)
+    c_hat: float | None  # None: the reply could not be parsed
+
+
+CacheKey = tuple[str, str, int | None]
+_MISSING = object()
 
 
 class EstimateCache:
-    """Estimates by (estimator id, state key); with ``path``, read at start and appended to.
+    """Estimates by (estimator id, state key, seed); with ``path``, read at start and appended.
 
-    ``computed`` counts the estimates actually computed, ``hits`` those served from the cache.
+    A deterministic estimator's estimates are stored once under seed None. A parse failure is
+    stored too (as null), so a replayed protocol counts the same failures. ``computed`` counts
+    the estimates actually computed, ``hits`` those served from the cache.
     """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self.computed = 0
         self.hits = 0
-        self._values: dict[tuple[str, str], float] = {}
+        self._values: dict[CacheKey, float | None] = {}
         if path is not None:
             # A last line without its newline was cut short by a kill: it is dropped.
             for number, record in read_log(path, "estimate cache"):
@@ -459,37 +507,42 @@ class EstimateCache:
                         f"{path} line {number}: not a cached estimate "
                         '({"estimator": ..., "key": ..., "c_hat": ...})'
                     ) from None
-                self._values.setdefault((item.estimator, item.key), item.c_hat)
+                self._values.setdefault((item.estimator, item.key, item.seed), item.c_hat)
 
     def __len__(self) -> int:
         return len(self._values)
 
-    def get(self, estimator_id: str, key: str) -> float | None:
-        return self._values.get((estimator_id, key))
+    def get(self, estimator_id: str, key: str, seed: int | None = None) -> object:
+        """The cached estimate (a float or None), or a sentinel object when absent."""
+        return self._values.get((estimator_id, key, seed), _MISSING)
 
-    def put(self, estimator_id: str, key: str, value: float) -> None:
+    def put(self, estimator_id: str, key: str, seed: int | None, value: float | None) -> None:
         """Store a new estimate (and append it to the file); an existing one stays."""
-        if (estimator_id, key) in self._values:
+        if (estimator_id, key, seed) in self._values:
             return
-        self._values[(estimator_id, key)] = value
+        self._values[(estimator_id, key, seed)] = value
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            line = _CachedEstimate(estimator=estimator_id, key=key, c_hat=value)
+            line = _CachedEstimate(estimator=estimator_id, key=key, seed=seed, c_hat=value)
             with self.path.open("a", encoding="utf-8") as out:
                 out.write(line.model_dump_json() + "\n")
 
-    def estimate(self, estimator: CompletenessEstimator, belief: VisibleBelief) -> float:
-        """The cached estimate of ``belief``, computed (once) when missing."""
-        found = self.get(estimator.id, belief.key)
-        if found is not None:
+    def estimate(
+        self, estimator: CompletenessEstimator, belief: VisibleBelief, seed: int = 0
+    ) -> float | None:
+        """The cached estimate of ``belief`` for ``seed``, computed (once) when missing."""
+        slot = seed if estimator.seeded else None
+        found = self.get(estimator.id, belief.key, slot)
+        if found is not _MISSING:
             self.hits += 1
-            return found
-        value = clamp_ratio(estimator.estimate(belief))
+            return found  # type: ignore[return-value]
+        raw = estimator.estimate(belief, seed)
+        value = None if raw is None else clamp_ratio(raw)
         self.computed += 1
-        self.put(estimator.id, belief.key, value)
+        self.put(estimator.id, belief.key, slot, value)
         return value
 
     def estimate_all(
-        self, estimator: CompletenessEstimator, beliefs: Iterable[VisibleBelief]
-    ) -> list[float]:
-        return [self.estimate(estimator, b) for b in beliefs]
+        self, estimator: CompletenessEstimator, beliefs: Iterable[VisibleBelief], seed: int = 0
+    ) -> list[float | None]:
+        return [self.estimate(estimator, b, seed) for b in beliefs]

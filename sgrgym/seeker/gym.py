@@ -1,13 +1,21 @@
 """A Gymnasium wrapper: ``gymnasium.make("sgrgym/Seeker-v0", corpus=..., store=...)``.
 
-Observation: the rendered belief state (text). Action: one query (text). Reward: the
-completeness at the last step (γ = 1), 0 before; ``terminated`` at the horizon. The document
-of an episode is ``options["doc_id"]`` or, without it, drawn with the reset seed. Needs the
-optional ``gym`` extra (gymnasium).
+- **Observation**: the rendered belief state (text, Unicode kept as it is).
+- **Action**: a sequence of queries (paper section 2.2: "one or more natural language queries"
+  a step); a single string is taken as one query. Queries may hold any Unicode text.
+- **Reward**: the completeness at the episode's last step (γ = 1), 0 before.
+- **terminated** is for the calibrated stop (``stop_rule``, e.g.
+  :class:`~sgrgym.seeker.calibrate.CalibratedStop`: the agent is done when ĉ - q̂ >= δ);
+  reaching the horizon M is a time limit: ``truncated=True, terminated=False`` (Gymnasium's
+  convention).
+
+The document of an episode is ``options["doc_id"]`` or, without it, drawn with the reset seed.
+Needs the optional ``gym`` extra (gymnasium).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +23,37 @@ import gymnasium
 from gymnasium import spaces
 
 from sgrgym.seeker.belief import belief_renderer
-from sgrgym.seeker.env import Embed, SeekerEnv
+from sgrgym.seeker.env import Embed, SeekerEnv, StopRule
 
 ENV_ID = "sgrgym/Seeker-v0"
 MAX_TEXT = 200_000
-CHARSET = "".join(chr(c) for c in range(32, 127)) + "\n"
+MAX_QUERY = 2_000
+# What random queries are drawn from (any Unicode text is accepted): printable ASCII, a line
+# break and a few accented letters, dashes, quotes and symbols.
+SAMPLE_CHARSET = "".join(chr(c) for c in range(32, 127)) + "\nàäçéèêíñöøüßåæœ–—‘’“”…°±×→≤≥πλμ∞€"
 
 
-class SeekerGymEnv(gymnasium.Env[str, str]):
+def _allowed(char: str) -> bool:
+    """Any character but surrogates and control characters other than tab and line breaks."""
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        return False
+    return (code >= 32 and not 0x7F <= code < 0xA0) or char in "\t\n\r"
+
+
+class UnicodeText(spaces.Text):
+    """A :class:`gymnasium.spaces.Text` that contains any Unicode text of its length range
+    (not only its charset, which is what ``sample`` draws from)."""
+
+    def contains(self, x: Any) -> bool:
+        return (
+            isinstance(x, str)
+            and self.min_length <= len(x) <= self.max_length
+            and all(_allowed(c) for c in x)
+        )
+
+
+class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
     metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium's own class attribute
 
     def __init__(
@@ -33,13 +64,20 @@ class SeekerGymEnv(gymnasium.Env[str, str]):
         embedder: str = "minilm-l6-onnx",
         belief: str = "dedup",
         horizon: int = 10,
+        stop_rule: StopRule | None = None,
     ) -> None:
         if env is None:
             env = _load_env(corpus, store, embedder, horizon)
+        if stop_rule is not None:
+            env.stop_rule = stop_rule
         self.env = env
         self.render_belief = belief_renderer(belief)
-        self.observation_space = spaces.Text(max_length=MAX_TEXT, charset=CHARSET)
-        self.action_space = spaces.Text(min_length=1, max_length=512, charset=CHARSET)
+        self.observation_space = UnicodeText(
+            max_length=MAX_TEXT, min_length=0, charset=SAMPLE_CHARSET
+        )
+        self.action_space = spaces.Sequence(
+            UnicodeText(min_length=1, max_length=MAX_QUERY, charset=SAMPLE_CHARSET)
+        )
         self._docs = env.store.documents()
 
     def reset(
@@ -52,31 +90,39 @@ class SeekerGymEnv(gymnasium.Env[str, str]):
         self.env.reset(str(doc_id), seed or 0)
         return self._observe(), {"doc_id": doc_id}
 
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        result = self.env.step([action])
-        info = {"completeness": result.completeness, "new": [p.id for p in result.new_passages]}
-        return self._observe(), float(result.reward), result.done, False, info
+    def step(self, action: Sequence[str] | str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        queries = [action] if isinstance(action, str) else list(action)
+        if not all(isinstance(q, str) for q in queries):
+            raise TypeError("an action is a sequence of query strings")
+        result = self.env.step(queries)
+        state = self.env.state
+        assert state is not None
+        info = {
+            "completeness": result.completeness,
+            "new": [p.id for p in result.new_passages],
+            "per_query": result.per_query,
+            "step": len(state.history),
+        }
+        return self._observe(), float(result.reward), result.terminated, result.truncated, info
 
     def _observe(self) -> str:
         state = self.env.state
         assert state is not None
-        text = self.render_belief(state)
-        return "".join(c if c in CHARSET else "?" for c in text)[:MAX_TEXT]
+        return self.render_belief(state)[:MAX_TEXT]
 
 
 def _load_env(
     corpus: str | Path | None, store: str | Path | None, embedder: str, horizon: int
 ) -> SeekerEnv:
-    from sgrgym.seeker.corpus import load_corpus
     from sgrgym.seeker.embed import load_embedder
+    from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import PassageStore
 
     if corpus is None or store is None:
         raise ValueError("pass env=SeekerEnv(...) or corpus= and store= paths")
     embed: Embed = load_embedder(embedder).embed
-    return SeekerEnv(
-        load_corpus(Path(corpus)), PassageStore.open(Path(store)), embed, None, horizon
-    )
+    corpus_data = load_pinned_corpus(Path(corpus), Path(store), need_store=True)
+    return SeekerEnv(corpus_data, PassageStore.open(Path(store)), embed, None, horizon)
 
 
 def register() -> None:

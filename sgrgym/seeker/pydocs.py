@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 import posixpath
 import re
+import statistics
 import subprocess
 import time
 from collections import Counter, defaultdict
@@ -50,6 +51,7 @@ from sgrgym.seeker.corpus import (
     Document,
     Element,
     ExtractOptions,
+    LinkCounts,
     Profile,
     corpus_sha256,
     corpus_stats,
@@ -59,6 +61,9 @@ from sgrgym.seeker.corpus import (
     make_document,
     parse_html,
 )
+
+Regroup = Callable[[dict[str, list[Document]]], dict[str, list[Document]]]
+"""Re-assigns passing documents to topic clusters (e.g. embedding clusters), by topic."""
 
 PACKAGE = "python3.11-doc"
 PINNED_VERSION = "3.11.2-6+deb12u9"
@@ -239,20 +244,32 @@ def inbound_links(pages: Iterable[Page]) -> Counter[str]:
     return counts
 
 
+def link_counts(pages: Sequence[Page]) -> dict[str, LinkCounts]:
+    """In-corpus links per page: other parsed pages linking to it, parsed pages it links to."""
+    inbound = inbound_links(pages)
+    parsed = {p.document.id for p in pages}
+    return {p.document.id: LinkCounts(inbound[p.document.id], len(p.links & parsed)) for p in pages}
+
+
 def page_score(doc: Document, inbound: int, short_tokens: int) -> float:
     """The paper's final-construction score: ``log(citations + 1) * (1 - short ratio)``."""
     return math.log(inbound + 1) * (1.0 - doc.short_ratio(short_tokens))
 
 
 def select_documents(
-    pages: Sequence[Page], filters: CorpusFilter, selection: PydocsSelection
-) -> list[Document]:
+    pages: Sequence[Page], filters: CorpusFilter, selection: PydocsSelection,
+    topics: Regroup | None = None,
+) -> list[Document]:  # fmt: skip
     """The demo subset (module docstring), ordered by topic then id."""
     inbound = inbound_links(pages)
+    links = link_counts(pages)
     by_topic: dict[str, list[Document]] = defaultdict(list)
     for page in pages:
-        if page.document.topic not in SKIP_TOPICS and filters.passes(page.document):
-            by_topic[page.document.topic].append(page.document)
+        doc = page.document
+        if doc.topic not in SKIP_TOPICS and filters.passes(doc, links[doc.id]):
+            by_topic[doc.topic].append(doc)
+    if topics is not None:
+        by_topic = topics(by_topic)
     chosen: list[Document] = []
     for topic in sorted(by_topic, key=lambda t: (-len(by_topic[t]), t)):
         ranked = sorted(
@@ -454,17 +471,24 @@ def build_pydocs_corpus(
     selection: PydocsSelection | None = None,
     manifest: Path | None = DEFAULT_MANIFEST,
     progress: Callable[[int, int, str], None] | None = None,
+    topics: Regroup | None = None,
+    name: str = CORPUS_NAME,
 ) -> Corpus:
     """Build the demo corpus from the installed pages and verify it against ``manifest``.
 
     ``manifest=None`` skips verification (for other filters or selections, or to re-pin);
-    with a manifest, ``filters`` and ``selection`` must be the manifest's.
+    with a manifest, ``filters`` and ``selection`` must be the manifest's and the topic
+    clusters the source's (``topics`` None). ``topics`` regroups the passing pages before the
+    selection (embedding-based clusters, :mod:`sgrgym.seeker.topics`).
     """
     check_installed(doc_root)
     filters = filters or CorpusFilter()
     selection = selection or PydocsSelection()
     pinned: PydocsManifest | None = None
     if manifest is not None:
+        if topics is not None or name != CORPUS_NAME:
+            raise UserError("a corpus with other topic clusters is not the pinned demo corpus: "
+                            "build it unverified (manifest=None) under another name")  # fmt: skip
         pinned = load_manifest(manifest)
         if pinned.filters != filters or pinned.selection != selection:
             raise UserError(
@@ -475,9 +499,9 @@ def build_pydocs_corpus(
             raise UserError(f"{manifest}: extraction options differ from this version's")
     installed = installed_version()
     pages = parse_pages(doc_root, progress)
-    documents = select_documents(pages, filters, selection)
+    documents = select_documents(pages, filters, selection, topics)
     corpus = Corpus(
-        name=CORPUS_NAME,
+        name=name,
         source=CorpusSource(kind="pydocs", package=PACKAGE, version=installed or ""),
         documents=tuple(documents),
     )
@@ -512,3 +536,139 @@ def survey_pages(
         passing_by_topic=dict(sorted(by_topic.items(), key=lambda kv: (-kv[1], kv[0]))),
         seconds=time.perf_counter() - start,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Filter counts (a Table-2-style account of the curation stages)
+
+
+class FilterCount(BaseModel):
+    """One filter over the parsed pages: how many fail it alone, how many pass it and every
+    filter before it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    filter: str
+    failing: int
+    remaining: int
+
+
+class StageStats(BaseModel):
+    """Documents, and median [Q1-Q3] passages per document and tokens per passage."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    stage: str
+    documents: int
+    passages_per_document: tuple[float, float, float]
+    tokens_per_passage: tuple[float, float, float]
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    """(median, Q1, Q3), linear interpolation between order statistics."""
+    if len(values) < 2:
+        only = float(values[0]) if values else 0.0
+        return (only, only, only)
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return (round(q2, 1), round(q1, 1), round(q3, 1))
+
+
+def stage_stats(stage: str, documents: Sequence[Document]) -> StageStats:
+    return StageStats(
+        stage=stage, documents=len(documents),
+        passages_per_document=_quartiles([d.n_passages for d in documents]),
+        tokens_per_passage=_quartiles([p.tokens for d in documents for p in d.passages]),
+    )  # fmt: skip
+
+
+def filter_counts(
+    pages: Sequence[Page], filters: CorpusFilter
+) -> tuple[list[FilterCount], list[Document]]:
+    """Per filter of ``filters`` (in :meth:`CorpusFilter.checks` order): pages failing it and
+    pages passing it and all earlier ones; and the pages passing every filter."""
+    links = link_counts(pages)
+    kept = [p for p in pages if p.document.topic not in SKIP_TOPICS]
+    failed = {p.document.id: {name for name, _ in filters.checks(p.document, links[p.document.id])}
+              for p in kept}  # fmt: skip
+    order = [
+        "min passages", "max passages", "short ratio", "abstract tokens", "min sections",
+        "caption ratio", "min inbound", "min outbound",
+    ]  # fmt: skip
+    active = {name for names in failed.values() for name in names} | {"min passages"}
+    counts = []
+    seen: set[str] = set()
+    for name in order:
+        if name not in active and not _configured(filters, name):
+            continue
+        seen.add(name)
+        counts.append(FilterCount(
+            filter=name, failing=sum(1 for f in failed.values() if name in f),
+            remaining=sum(1 for f in failed.values() if not f & seen),
+        ))  # fmt: skip
+    passing = [p.document for p in kept if not failed[p.document.id]]
+    return counts, passing
+
+
+def _configured(filters: CorpusFilter, name: str) -> bool:
+    field_of = {"max passages": filters.max_passages, "min sections": filters.min_sections,
+                "caption ratio": filters.max_caption_ratio, "min inbound": filters.min_inbound,
+                "min outbound": filters.min_outbound}  # fmt: skip
+    return name not in field_of or field_of[name] is not None
+
+
+FILTER_SETS = {
+    "encyclopedic": CorpusFilter(),  # B.1.1 (the pinned demo corpus)
+    "encyclopedic-links": CorpusFilter(min_inbound=16, min_outbound=4),  # B.1.1 with links
+    "ml-surveys": CorpusFilter.ml_surveys(),  # B.1.2
+}
+
+
+def filter_set(name: str) -> CorpusFilter:
+    if name not in FILTER_SETS:
+        raise UserError(f"no filter set {name!r}; sets: {', '.join(FILTER_SETS)}")
+    return FILTER_SETS[name]
+
+
+class FilterReport(BaseModel):
+    """Per filter set: the counts of :func:`filter_counts` and the stage statistics."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    package_version: str | None
+    parsed: StageStats
+    sets: dict[str, list[FilterCount]]
+    passing: dict[str, StageStats]
+
+
+def filter_report(doc_root: Path = DEFAULT_DOC_ROOT) -> FilterReport:
+    """Every filter set of :data:`FILTER_SETS` over the installed pages."""
+    check_installed(doc_root)
+    pages = parse_pages(doc_root)
+    sets: dict[str, list[FilterCount]] = {}
+    passing: dict[str, StageStats] = {}
+    for name, filters in FILTER_SETS.items():
+        counts, kept = filter_counts(pages, filters)
+        sets[name] = counts
+        passing[name] = stage_stats(name, kept)
+    return FilterReport(package_version=installed_version(),
+                        parsed=stage_stats("parsed", [p.document for p in pages
+                                                      if p.document.topic not in SKIP_TOPICS]),
+                        sets=sets,
+                        passing=passing)  # fmt: skip
+
+
+def render_filter_report(report: FilterReport) -> str:
+    from sgrgym.report.table import format_table
+
+    def q(v: tuple[float, float, float]) -> str:
+        return f"{v[0]:g} [{v[1]:g}–{v[2]:g}]"
+
+    parts = []
+    for name, counts in report.sets.items():
+        rows = [[c.filter, str(c.failing), str(c.remaining)] for c in counts]
+        parts.append(format_table([f"{name} filter", "Pages failing it", "Pages left"], rows))
+    stages = [report.parsed, *report.passing.values()]
+    rows = [[s.stage, str(s.documents), q(s.passages_per_document), q(s.tokens_per_passage)]
+            for s in stages]  # fmt: skip
+    parts.append(format_table(["Stage", "Pages", "Passages / page", "Tokens / passage"], rows))
+    return "\n\n".join(parts)

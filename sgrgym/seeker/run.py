@@ -27,6 +27,7 @@ from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
 from sgrgym.seeker.env import SeekerEnv
 from sgrgym.seeker.retrieval import query_diversity
+from sgrgym.seeker.store import theta_note
 
 Progress = Callable[[int, int, str], None]
 
@@ -38,6 +39,7 @@ class SeekerSummary(BaseModel):
     steps: int
     seeds: int
     theta: float
+    theta_note: str = ""  # whether θ is the store's pinned (selected) θ or an override
     episodes: int
     final_completeness: float
     final_completeness_by_topic: dict[str, float]
@@ -169,7 +171,7 @@ def run_seeker(
                     )
         summary = summarize(
             episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
-        )
+        ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
         folder.write_final(SUMMARY, summary.model_dump_json(indent=2) + "\n")
         folder.complete((EPISODES, SUMMARY))
     return summary

@@ -32,6 +32,16 @@ from sgrgym.seeker.retrieval import Matrix
 TABLE = "passages"
 MANIFEST = "manifest.json"
 DEFAULT_THETA = 0.65  # paper section 2.2 (text-embedding-3-large); each model pins its own θ
+THETA_EVIDENCE = "theta-selection.json"  # `sgrgym seeker select-theta` evidence, beside MANIFEST
+
+
+class ThetaSelection(BaseModel):
+    """Where a store's θ came from: the select-theta evidence file (appendix A.2) and its pin."""
+
+    file: str
+    sha256: str
+    rule: str
+    paper_theta: float
 
 
 class StoreManifest(BaseModel):
@@ -43,6 +53,7 @@ class StoreManifest(BaseModel):
     normalization: str = "l2"
     rows: int = Field(ge=0)
     vectors_sha256: str
+    theta_selection: ThetaSelection | None = None  # None: θ was not selected for this store
 
 
 @dataclass(frozen=True)
@@ -140,6 +151,35 @@ def load_store_manifest(path: Path) -> StoreManifest:
         ) from None
 
 
+def _verify_theta_evidence(path: Path, manifest: StoreManifest) -> None:
+    """The θ evidence file the manifest pins must be there, unchanged."""
+    selection = manifest.theta_selection
+    if selection is None:
+        return
+    evidence = path / selection.file
+    try:
+        digest = sha256_bytes(evidence.read_bytes())
+    except FileNotFoundError:
+        raise UserError(f"{evidence}: the θ evidence the manifest pins is missing; rerun "
+                        "`sgrgym seeker select-theta --pin`") from None  # fmt: skip
+    if digest != selection.sha256:
+        raise UserError(
+            f"{evidence}: sha256 {digest} does not match the manifest's {selection.sha256}; "
+            "rerun `sgrgym seeker select-theta --pin`"
+        )
+
+
+def theta_note(theta: float, store: PassageStore) -> str:
+    """How an episode's θ relates to the store's pinned one (for summaries and run cards)."""
+    pinned = store.manifest.theta
+    selection = store.manifest.theta_selection
+    origin = (f"selected by select-theta, {selection.file} sha256 {selection.sha256[:12]}"
+              if selection else "not selected for this embedder")  # fmt: skip
+    if abs(theta - pinned) > 1e-12:
+        return f"θ = {theta:g} overrides the store's pinned θ = {pinned:g} ({origin})"
+    return f"θ = {theta:g}: the store's pinned θ ({origin})"
+
+
 class PassageStore:
     """An opened, verified store: per-document matrices for the episodes' hot path."""
 
@@ -194,6 +234,7 @@ class PassageStore:
                 f"{path}: the table has {data.num_rows} rows, the manifest {manifest.rows}; "
                 "rebuild with `sgrgym seeker build-store`"
             )
+        _verify_theta_evidence(path, manifest)
         return cls(path, manifest, table, data)
 
     def documents(self) -> list[str]:
