@@ -53,12 +53,12 @@ def test_a_bad_complete_line_is_an_error_naming_it(tmp_path: Path) -> None:
 def test_torn_estimate_cache_line_does_not_block_resume(tmp_path: Path) -> None:
     path = tmp_path / "estimates.jsonl"
     cache = EstimateCache(path)
-    cache.put("constant", "k1", 0.5)
+    cache.put("constant", "k1", None, 0.5)
     with path.open("a", encoding="utf-8") as f:
         f.write('{"estimator": "constant", "key": "k2", "c_h')
     again = EstimateCache(path)
     assert len(again) == 1
-    again.put("constant", "k2", 0.25)
+    again.put("constant", "k2", None, 0.25)
     assert len(EstimateCache(path)) == 2
 
 
