@@ -100,4 +100,3 @@ def open_meter(options: LLMOptions) -> CallMeter:
     client = ChatClient(options.base_url, options.model, cache_path=options.cache,
                         mode=options.mode, api_key_env=options.api_key_env)  # fmt: skip
     return Meter(client, prices)
-
