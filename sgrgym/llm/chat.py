@@ -13,9 +13,9 @@ can say exactly what produced it (:meth:`ChatReply.record`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError

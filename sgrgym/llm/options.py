@@ -23,31 +23,62 @@ LOCAL_PORT = 8080
 
 
 def add_llm_options(
-    parser: argparse.ArgumentParser, model_flags: tuple[str, ...] = ("--llm-model",),
+    parser: argparse.ArgumentParser,
+    model_flags: tuple[str, ...] = ("--llm-model",),
     temperature: float = 0.0,
-) -> argparse._ArgumentGroup:  # fmt: skip
+) -> argparse._ArgumentGroup:
     """The option group (returned, so a command may add its own options to it)."""
     group = parser.add_argument_group("LLM (--agent llm / --estimator llm)")
-    group.add_argument(*model_flags, dest="llm_model", metavar="NAME",
-                       help="chat model name; local:NAME uses `sgrgym llm serve`")  # fmt: skip
+    group.add_argument(
+        *model_flags,
+        dest="llm_model",
+        metavar="NAME",
+        help="chat model name; local:NAME uses `sgrgym llm serve`",
+    )
     group.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                       help="environment variable holding the API key (never stored)")  # fmt: skip
-    group.add_argument("--temperature", type=float, default=temperature, metavar="T",
-                       help="sampling temperature (default %(default)s: ours, the papers give "
-                       "none)")  # fmt: skip
+    group.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        metavar="VAR",
+        help="environment variable holding the API key (never stored)",
+    )
+    group.add_argument(
+        "--temperature",
+        type=float,
+        default=temperature,
+        metavar="T",
+        help="sampling temperature (default %(default)s: ours, the papers give none)",
+    )
     group.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
     group.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
-    group.add_argument("--llm-seed", type=int, metavar="N",
-                       help="seed sent with every request (default: the episode's seed)")  # fmt: skip
-    group.add_argument("--llm-cache", type=Path, metavar="FILE",
-                       help="recorded chat completions (requests-cache SQLite)")  # fmt: skip
-    group.add_argument("--llm-mode", choices=["record", "replay", "refresh"], default="replay",
-                       help="replay (offline, default), record (fill misses), refresh")  # fmt: skip
-    group.add_argument("--prices", type=Path, metavar="FILE",
-                       help="price table JSON (default: the packaged one)")  # fmt: skip
-    group.add_argument("--jobs", type=int, default=1, metavar="N",
-                       help="episodes run in parallel (default 1; results are identical)")  # fmt: skip
+    group.add_argument(
+        "--llm-seed",
+        type=int,
+        metavar="N",
+        help="seed sent with every request (default: the episode's seed)",
+    )
+    group.add_argument(
+        "--llm-cache",
+        type=Path,
+        metavar="FILE",
+        help="recorded chat completions (requests-cache SQLite)",
+    )
+    group.add_argument(
+        "--llm-mode",
+        choices=["record", "replay", "refresh"],
+        default="replay",
+        help="replay (offline, default), record (fill misses), refresh",
+    )
+    group.add_argument(
+        "--prices", type=Path, metavar="FILE", help="price table JSON (default: the packaged one)"
+    )
+    group.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="episodes run in parallel (default 1; results are identical)",
+    )
     return group
 
 
@@ -65,8 +96,11 @@ class LLMOptions(BaseModel):
 
     def sampling(self) -> dict[str, float | int]:
         """The sampling parameters sent with every request (seed apart)."""
-        params = {"temperature": self.temperature, "top_p": self.top_p,
-                  "max_tokens": self.max_tokens}  # fmt: skip
+        params = {
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "max_tokens": self.max_tokens,
+        }
         return {k: v for k, v in params.items() if v is not None}
 
 
@@ -84,11 +118,17 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
     if getattr(args, "jobs", 1) < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     return LLMOptions(
-        model=model, base_url=base_url, api_key_env=args.api_key_env, cache=args.llm_cache,
-        mode=args.llm_mode, temperature=args.temperature, top_p=getattr(args, "top_p", None),
-        max_tokens=args.max_tokens, seed=getattr(args, "llm_seed", None),
+        model=model,
+        base_url=base_url,
+        api_key_env=args.api_key_env,
+        cache=args.llm_cache,
+        mode=args.llm_mode,
+        temperature=args.temperature,
+        top_p=getattr(args, "top_p", None),
+        max_tokens=args.max_tokens,
+        seed=getattr(args, "llm_seed", None),
         prices=getattr(args, "prices", None),
-    )  # fmt: skip
+    )
 
 
 def open_meter(options: LLMOptions) -> CallMeter:
@@ -97,6 +137,11 @@ def open_meter(options: LLMOptions) -> CallMeter:
     from sgrgym.llm.usage import CallMeter as Meter
 
     prices = load_prices(options.prices)
-    client = ChatClient(options.base_url, options.model, cache_path=options.cache,
-                        mode=options.mode, api_key_env=options.api_key_env)  # fmt: skip
+    client = ChatClient(
+        options.base_url,
+        options.model,
+        cache_path=options.cache,
+        mode=options.mode,
+        api_key_env=options.api_key_env,
+    )
     return Meter(client, prices)

@@ -50,8 +50,10 @@ def _parse(raw: bytes, where: str) -> PriceTable:
     try:
         table = PriceTable.model_validate(json.loads(raw))
     except (ValueError, ValidationError) as exc:
-        raise UserError(f"{where}: not a price table ({exc}); expected "
-                        '{"models": {"NAME": {"prompt": USD, "completion": USD}}}') from None  # fmt: skip
+        raise UserError(
+            f"{where}: not a price table ({exc}); expected "
+            '{"models": {"NAME": {"prompt": USD, "completion": USD}}}'
+        ) from None
     return table.model_copy(update={"sha256": sha256_bytes(raw)})
 
 
