@@ -208,13 +208,18 @@ def sort_links(
     keys: Mapping[str, str],
     default: tuple[str, str],
     label: str = "Sort",
+    choice: str = "{name} {order}",
 ) -> ControlLinks:
-    """Links for every sort key (key -> label) in both orders; the current one is marked."""
+    """Links for every sort key (key -> label) in both orders; the current one is marked.
+
+    Each link reads ``choice`` with the key's label as ``name`` and ``ascending`` or
+    ``descending`` as ``order``.
+    """
     sort = site.control(control)
     current = tuple(state.get(p, d) for p, d in zip(sort.params, default, strict=True))
     choices = [
         Choice(
-            f"{name} {'ascending' if order == 'asc' else 'descending'}",
+            choice.format(name=name, order="ascending" if order == "asc" else "descending"),
             site.apply(state, Op(op="sort", control=control, value=key, end=order)),
             (key, order) == current,
         )
