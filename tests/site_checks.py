@@ -25,7 +25,6 @@ import importlib.util
 import io
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
@@ -33,7 +32,7 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from sgrgym.sgr.archive.text import body_to_text
+from sgrgym.sgr.archive.text import anchor_hrefs, body_to_text
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
 from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
@@ -262,17 +261,6 @@ class SiteTaskChecks:
             check_state_gated(task)
 
 
-class _Hrefs(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
-
-
 def page_text(app: SiteApp, state: State) -> str:
     """The text an agent reads on ``state``'s page (HTML, CSV or PDF) and its table cells."""
     body = app.render(state)
@@ -330,9 +318,7 @@ def one_step_states(app: SiteApp) -> list[State]:
                     found[model.apply(default, op)] = None
             except SiteError:
                 continue
-    parser = _Hrefs()
-    parser.feed(app.render(default).decode("utf-8", "replace"))
-    for href in parser.hrefs:
+    for href in anchor_hrefs(app.render(default).decode("utf-8", "replace")):
         url = urljoin(model.url(default), href)
         if urlsplit(url).netloc == model.host:
             try:
@@ -372,11 +358,11 @@ def check_state_gated(task: ScoringTask) -> None:
         assert canon not in gold, f"{task.task_id}: reference row {canon} is near a default state"
 
 
-def http_get(base: str, target: str) -> tuple[int, bytes]:
+def http_get(base: str, target: str, timeout: float = 10) -> tuple[int, bytes]:
     """GET ``target`` (a path or an absolute proxy-style URL) from the server at ``base``;
     the response's status and body."""
     parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
     try:
         conn.request("GET", target)
         response = conn.getresponse()
