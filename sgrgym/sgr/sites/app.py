@@ -2,11 +2,13 @@
 
 A site subclasses :class:`SiteApp`: it owns a :class:`~sgrgym.sgr.sites.model.SiteModel`,
 renders any state of its model (:meth:`SiteApp.pages`: one function per route) and lists the
-states worth archiving
-(:meth:`SiteApp.states`). :meth:`SiteApp.handler` turns it into an HTTP handler that also
-accepts proxy-style requests (``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how
-the recorder captures pages under the site's own reserved host name while connecting to
-127.0.0.1.
+states worth archiving (:meth:`SiteApp.states`). The task sites build their pages and state
+lists with the helpers of :class:`SiteApp` (links that apply an operation, a control's value
+links, the paged ``results`` page, the About page, a list's pages, values and sorts as
+states) and their model with :func:`replica_model`. :meth:`SiteApp.handler` turns an app into
+an HTTP handler that also accepts proxy-style requests
+(``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how the recorder captures pages
+under the site's own reserved host name while connecting to 127.0.0.1.
 """
 
 from __future__ import annotations
