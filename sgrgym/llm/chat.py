@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 from sgrgym.llm.http import RecordedPost
 from sgrgym.llm.toolcalls import ToolCall, arguments_of, text_tool_calls
@@ -153,7 +153,7 @@ class ChatReply(BaseModel):
         )  # fmt: skip
 
 
-class ChatClient:
+class ChatClient(Closing):
     """Chat completions from one model at ``base_url`` (OpenAI-compatible)."""
 
     def __init__(
@@ -232,12 +232,3 @@ class ChatClient:
 
     def close(self) -> None:
         self.post.close()
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.close()

@@ -28,9 +28,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def _release(path: Path, read_only: bool) -> None:
             del _SHARED[key]
 
 
-class RecordedPost:
+class RecordedPost(Closing):
     """JSON POSTs to one endpoint through a requests-cache SQLite file.
 
     ``api_key_env`` names the environment variable holding the API key; recording from a
@@ -281,12 +281,3 @@ class RecordedPost:
         if self._http is not None:
             self._http.close()
         _release(self.cache_path, self._read_only)
-
-    def __enter__(self) -> RecordedPost:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.close()
