@@ -157,7 +157,19 @@ def _renderer(snapshot: Any, no_render: bool) -> Any:
     return None if no_render else load_renderer(snapshot)
 
 
+def _agent_name(text: str) -> str:
+    if text in ("oracle", "default", "random", "explore") or (text.startswith("cli:") and text[4:]):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: choose oracle, default, random, explore or cli:NAME (an agent CLI profile)"
+    )
+
+
 def cmd_sgr_run(args: argparse.Namespace) -> int:
+    if args.agent.startswith("cli:"):
+        from sgrgym.cli_agents.commands import cmd_cli_run
+
+        return cmd_cli_run(args)
     from sgrgym.errors import UserError
     from sgrgym.report.output import progress_bar
     from sgrgym.sgr.agents import DefaultStateAgent, ExploreAgent, OracleAgent, RandomAgent
@@ -399,7 +411,10 @@ def add_commands(areas: Any) -> None:
         "Interrupted runs resume.",
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
-    run.add_argument("--agent", required=True, choices=["oracle", "default", "random", "explore"])
+    run.add_argument(
+        "--agent", required=True, type=_agent_name, metavar="AGENT",
+        help="oracle, default, random, explore, or cli:NAME (an agent CLI: see below)",
+    )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",
@@ -433,6 +448,9 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    from sgrgym.cli_agents.commands import add_cli_run_options
+
+    add_cli_run_options(run)
     run.set_defaults(handler=cmd_sgr_run)
 
     states = sgr_cmds.add_parser(
