@@ -21,6 +21,7 @@ from typing import Any
 class ToolCall:
     name: str  # as the CLI names the tool (e.g. mcp__sgrgym__search)
     arguments: dict[str, Any]
+    namespace: str = ""  # Responses API: the namespace tool holding it (e.g. mcp__sgrgym)
 
 
 @dataclass(frozen=True)
@@ -149,16 +150,17 @@ class ScriptedModel:
                 reply = model.script(done, request) if request.get("tools") else Reply("ok")
                 output: list[dict[str, Any]] = []
                 for i, c in enumerate(reply.calls):
-                    output.append(
-                        {
-                            "type": "function_call",
-                            "id": f"fc_{done}_{i}",
-                            "call_id": f"call_{done}_{i}",
-                            "name": c.name,
-                            "arguments": json.dumps(c.arguments),
-                            "status": "completed",
-                        }
-                    )
+                    item = {
+                        "type": "function_call",
+                        "id": f"fc_{done}_{i}",
+                        "call_id": f"call_{done}_{i}",
+                        "name": c.name,
+                        "arguments": json.dumps(c.arguments),
+                        "status": "completed",
+                    }
+                    if c.namespace:
+                        item["namespace"] = c.namespace
+                    output.append(item)
                 if reply.text:
                     output.append(
                         {

@@ -58,17 +58,17 @@ def _task_of(request: dict[str, Any]) -> str:
     return "toy_002" if "toy_002" in text else "toy_001"
 
 
-def solve(prefix: str) -> Any:
+def solve(prefix: str, namespace: str = "") -> Any:
     """A script that searches, fetches the answer pages, submits and answers."""
 
     def script(done: int, request: dict[str, Any]) -> Reply:
         task = _task_of(request)
         url = TREES if task == "toy_001" else SOUTH
         plan = [
-            ToolCall(f"{prefix}search", {"query": "plant register"}),
-            ToolCall(f"{prefix}fetch", {"url": url}),
-            ToolCall(f"{prefix}fetch", {"url": url + "&page=2"}),
-            ToolCall(f"{prefix}submit_answer", {"answer": ANSWERS[task]}),
+            ToolCall(f"{prefix}search", {"query": "plant register"}, namespace),
+            ToolCall(f"{prefix}fetch", {"url": url}, namespace),
+            ToolCall(f"{prefix}fetch", {"url": url + "&page=2"}, namespace),
+            ToolCall(f"{prefix}submit_answer", {"answer": ANSWERS[task]}, namespace),
         ]
         return Reply(calls=(plan[done],)) if done < len(plan) else Reply(ANSWERS[task])
 
@@ -114,31 +114,51 @@ def test_qwen_code_end_to_end(
         assert not names & {"web_fetch", "web_search"}  # the CLI's own web tools are off
     assert offered == {prefix + name for name in tool_names()}  # exactly our tools
     one = tmp_path / "one"
-    records = [json.loads(line) for line in (one / "trajectories.jsonl").read_text().splitlines()]
-    for record in records:
-        assert record["diagnostics"]["category"] == "solved", record
-        assert [s["tool"] for s in record["steps"]] == ["search", "fetch", "fetch",
-                                                       "submit_answer"]  # fmt: skip
-        assert record["answer_from"] == "final" and record["ended_by"] == "answer"
-        assert record["cli"] == {"profile": "qwen-code", "exit": "exited", "returncode": 0}
-        assert record["transcript_calls_match_steps"]
-        assert [c["tool"] for c in record["transcript"]] == ["search", "fetch", "fetch",
-                                                            "submit_answer"]  # fmt: skip
-        episode = one / "episodes" / record["task_id"]
-        assert '"type":"result"' in (episode / "cli.stdout").read_text()  # its transcript
-        assert list((episode / "session").rglob("*.jsonl"))  # its own chat log
-        assert len((episode / "transcript.jsonl").read_text().splitlines()) == 4
-        assert (episode / "mcp" / "steps.jsonl").is_file()
-    scores = json.loads((one / "scores.json").read_text())
-    assert [t["item_f1"] for t in scores["tasks"]] == [1.0, 1.0]
+    check_run(one, "qwen-code")
+    assert '"type":"result"' in (one / "episodes" / "toy_001" / "cli.stdout").read_text()
     card = json.loads((one / "run.json").read_text())
     assert card["agent"] == "cli:qwen-code" and card["profile"] == "qwen-code"
     assert card["egress"] == ([f"127.0.0.1:{model.port}"] if SANDBOX else [])
     for name in ("answers.jsonl", "trajectories.jsonl", "scores.json"):  # --jobs changes nothing
         assert (one / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
-    capsys.readouterr()
+    assert "cli:qwen-code" in capsys.readouterr().out  # the audit table names the agent
+
+
+def check_run(one: Path, profile: str) -> None:
+    """A solved two-task run folder of ``profile``: records, transcripts, scores, audit."""
+    records = [json.loads(line) for line in (one / "trajectories.jsonl").read_text().splitlines()]
+    for record in records:
+        assert record["diagnostics"]["category"] == "solved", record
+        tools = ["search", "fetch", "fetch", "submit_answer"]
+        assert [s["tool"] for s in record["steps"]] == tools
+        assert record["answer_from"] == "final" and record["ended_by"] == "answer"
+        assert record["cli"] == {"profile": profile, "exit": "exited", "returncode": 0}
+        assert record["transcript_calls_match_steps"]
+        assert [c["tool"] for c in record["transcript"] if c["ours"]] == tools
+        episode = one / "episodes" / record["task_id"]
+        assert (episode / "cli.stdout").stat().st_size > 0  # its transcript
+        assert list((episode / "session").rglob("*.jsonl"))  # its own session log
+        assert len((episode / "transcript.jsonl").read_text().splitlines()) >= 4
+        assert (episode / "mcp" / "steps.jsonl").is_file()
+    scores = json.loads((one / "scores.json").read_text())
+    assert [t["item_f1"] for t in scores["tasks"]] == [1.0, 1.0]
     assert main(["sgr", "audit", str(one)]) == 0
-    assert "cli:qwen-code" in capsys.readouterr().out
+
+
+def test_codex_end_to_end(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    cli_dir("codex")
+    with ScriptedModel(solve("", "mcp__sgrgym")) as model:
+        started = time.monotonic()
+        assert main(run_args("codex", model, toy, tmp_path / "one")) == 0
+        print(f"codex e2e: 2 tasks in {time.monotonic() - started:.1f} s")
+    requests = [r for path, r in model.requests if path.endswith("/responses")]
+    assert requests and not [p for p, _ in model.requests if p.endswith("/chat/completions")]
+    for request in requests:
+        kinds = {t.get("type") for t in request["tools"]}
+        assert "web_search" not in kinds  # its own web search is off
+        namespaces = [t for t in request["tools"] if t.get("name") == "mcp__sgrgym"]
+        assert [t["name"] for t in namespaces[0]["tools"]] == sorted(tool_names())
+    check_run(tmp_path / "one", "codex")
 
 
 def test_a_stalled_cli_is_stopped_and_its_submitted_answer_scored(
