@@ -184,3 +184,27 @@ def test_a_stalled_cli_is_stopped_and_its_submitted_answer_scored(
     assert json.loads((tmp_path / "stall" / "answers.jsonl").read_text())["answer"] == (
         "cedar|tree|40"
     )
+
+
+@pytest.mark.slow
+def test_real_model_end_to_end(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    """A real local model behind the CLI (e.g. `sgrgym llm serve` or llama-server): the run
+    folder is complete whatever the model answers. Set SGRGYM_LLM_BASE_URL (…/v1) and
+    SGRGYM_LLM_MODEL; SGRGYM_LLM_CLI picks the profile (default qwen-code)."""
+    base_url, model = os.environ.get("SGRGYM_LLM_BASE_URL"), os.environ.get("SGRGYM_LLM_MODEL")
+    if not base_url or not model:
+        pytest.skip("set SGRGYM_LLM_BASE_URL and SGRGYM_LLM_MODEL to a local model server")
+    profile = os.environ.get("SGRGYM_LLM_CLI", "qwen-code")
+    pack = toy[0]
+    one_task = write_jsonl(tmp_path / "one.jsonl", [TREES_BY_HEIGHT])
+    out = tmp_path / "real"
+    args = [
+        "sgr", "run", "--agent", f"cli:{profile}", "--cli-dir", str(cli_dir(profile)),
+        "--base-url", base_url, "--model", model, "--pack", str(pack), "--tasks",
+        str(one_task), "--out", str(out), "--max-wall-s", "1800", "--stall-s", "900", "--quiet",
+    ]  # fmt: skip
+    assert main(args if SANDBOX else [*args, "--no-egress-sandbox"]) == 0
+    record = json.loads((out / "trajectories.jsonl").read_text())
+    assert record["diagnostics"]["category"]
+    assert (out / "scores.json").is_file() and (out / "complete.json").is_file()
+    assert (out / "episodes" / "toy_001" / "cli.stdout").stat().st_size > 0
