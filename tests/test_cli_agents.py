@@ -177,7 +177,7 @@ def test_a_stalled_cli_is_stopped_and_its_submitted_answer_scored(
     one_task = write_jsonl(tmp_path / "one.jsonl", [TREES_BY_HEIGHT])
     with ScriptedModel(script) as model:
         args = run_args("qwen-code", model, (pack, one_task), tmp_path / "stall")
-        assert main([*args, "--stall-s", "4"]) == 0
+        assert main([*args, "--stall-s", "10"]) == 0  # from the start too: leave time to start
     record = json.loads((tmp_path / "stall" / "trajectories.jsonl").read_text())
     assert record["ended_by"] == "budget: stall" and record["cli"]["exit"] == "budget: stall"
     assert record["answer_from"] == "submitted"

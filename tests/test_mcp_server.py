@@ -169,3 +169,24 @@ def test_unknown_task_and_prompt(
     assert "List the plants asked for in toy_002." in prompt
     assert "submit_answer(text)" in prompt and "operate(" not in prompt
     assert "toy.sgrgym.test" not in prompt  # no start URL (appendix C)
+
+
+def test_sigterm_still_scores_the_episode(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    pack, task_file = toy
+    out = tmp_path / "killed"
+    argv = [sys.executable, "-m", "sgrgym", "mcp", "--task", "toy_001", "--out", str(out),
+            "--pack", str(pack), "--tasks", str(task_file)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (out / "steps.jsonl").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the episode has started (its live log is open)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(60)
+    record = json.loads((out / "trajectories.jsonl").read_text())
+    assert record["ended_by"] == "session closed" and record["answer_from"] == "none"
+    assert record["diagnostics"]["category"] == "site never reached"
+    assert (out / "complete.json").is_file()

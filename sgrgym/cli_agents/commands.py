@@ -22,10 +22,6 @@ def _world(args: argparse.Namespace) -> tuple[list[Path], list[Any], Any, Any, A
     return files, tasks, snapshot, models, _renderer(snapshot, args.no_render)
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
@@ -56,7 +52,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         **run_card(env, "mcp", 0, files).model_dump(),
         task_id=task.task_id, tools_sha256=tools_sha256(), site_ops=args.site_ops,
     )  # fmt: skip
-    signal.signal(signal.SIGTERM, _terminate)
     with snapshot, open_run_folder(args.out, card, finals=(SCORES,)) as folder:
         if task.task_id in answered(folder):
             raise UserError(
@@ -66,16 +61,36 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         live = LiveEpisode(env, task, folder, args.site_ops)
         live.start()
         done = threading.Event()
-        budget_watch(env, done)
-        try:
-            anyio.run(serve_stdio, build_server(live))
-        finally:
+        once, finished = threading.Lock(), threading.Event()
+
+        def finalize() -> None:
+            """Score the episode into the folder, once (session end or SIGTERM)."""
+            if not once.acquire(blocking=False):
+                return
             done.set()
             stopped = env.stopped
             ended_by = f"budget: {stopped.reason}" if stopped else SESSION_CLOSED
             episode = live.finish(ended_by, str(stopped or ""))
             record_episode(folder, task, env.sites, episode)
             finish_run(folder, [task])
+            finished.set()
+
+        def terminate(signum: int, frame: FrameType | None) -> None:
+            # Python cannot interrupt the thread reading stdin: score in another thread (it
+            # waits for a tool call under way), then leave without waiting for the reader.
+            def end() -> None:
+                finalize()
+                os._exit(128 + signum)
+
+            threading.Thread(target=end, name="sgr-mcp-sigterm").start()
+
+        signal.signal(signal.SIGTERM, terminate)
+        budget_watch(env, done)
+        try:
+            anyio.run(serve_stdio, build_server(live))
+        finally:
+            finalize()
+            finished.wait(60)  # when SIGTERM's thread scores it, the folder stays open till then
             env.close()
     return 0
 

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from sgrgym.errors import UserError
-from sgrgym.runs.folder import RunFolder, read_log
+from sgrgym.runs.folder import RunFolder
 from sgrgym.sgr.env import BudgetExceeded, Episode, SgrEnv
 from sgrgym.sgr.prompt import task_prompt
 from sgrgym.sgr.run import RunCard
@@ -65,7 +65,7 @@ class LiveEpisode:
         reference = reference_of(self.task)
         model = self.env.sites.get(reference.site) if reference else None
         self.env.reset(self.task, model.host if model else "")
-        self.folder.keep(STEPS, lambda r: False)  # a killed earlier session is not resumed
+        (self.folder.path / STEPS).write_bytes(b"")  # a fresh live log: no session resumes
 
     def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
         """(text, is_error) of one tool call; every new trajectory step is logged."""
@@ -137,6 +137,3 @@ def read_live(folder: Path) -> LiveLog:
 
 def trajectory_of(log: LiveLog) -> list[TrajectoryStep]:
     return [TrajectoryStep(**step) for step in log.steps]
-
-
-__all__ = ["STEPS", "LiveEpisode", "LiveLog", "McpRunCard", "read_live", "read_log"]
