@@ -206,7 +206,22 @@ def _renderer(snapshot: Any, no_render: bool) -> Any:
     return None if no_render else load_renderer(snapshot)
 
 
+BUILT_IN_AGENTS = ("oracle", "default", "random", "explore", "search-only")
+
+
+def _agent_name(text: str) -> str:
+    if text in BUILT_IN_AGENTS or (text.startswith("cli:") and text[4:]):
+        return text
+    raise argparse.ArgumentTypeError(
+        f"{text!r}: choose {', '.join(BUILT_IN_AGENTS)} or cli:NAME (an agent CLI profile)"
+    )
+
+
 def cmd_sgr_run(args: argparse.Namespace) -> int:
+    if args.agent.startswith("cli:"):
+        from sgrgym.cli_agents.commands import cmd_cli_run
+
+        return cmd_cli_run(args)
     from sgrgym.errors import UserError
     from sgrgym.report.output import progress_bar
     from sgrgym.sgr.agents import DefaultStateAgent, ExploreAgent, OracleAgent, RandomAgent
@@ -493,11 +508,11 @@ def add_commands(areas: Any) -> None:
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
     run.add_argument(
-        "--agent", required=True,
-        choices=["oracle", "default", "random", "explore", "search-only"],
+        "--agent", required=True, type=_agent_name, metavar="AGENT",
         help="oracle (reference path), default (start page only), random (random links), "
         "explore (seeded random operations on every kind of control), search-only (copies "
-        "the best table among the top search hits, no state operation)",
+        "the best table among the top search hits, no state operation), or cli:NAME (an "
+        "agent CLI: see below)",
     )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
@@ -532,6 +547,9 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    from sgrgym.cli_agents.commands import add_cli_run_options
+
+    add_cli_run_options(run)
     run.set_defaults(handler=cmd_sgr_run)
 
     states = sgr_cmds.add_parser(

@@ -29,13 +29,20 @@ from pydantic import BaseModel
 
 from sgrgym import __version__
 from sgrgym.hashing import sha256_file
-from sgrgym.runs.folder import open_run_folder
+from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, SgrEnv
+from sgrgym.sgr.env import Budget, Episode, SgrEnv
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE, template_sha256
 from sgrgym.sgr.render import RenderedSite
-from sgrgym.sgr.score import ScoreReport, load_predictions, score_answer, score_tasks
+from sgrgym.sgr.score import (
+    ScoreReport,
+    TaskScore,
+    load_predictions,
+    score_answer,
+    score_tasks,
+)
+from sgrgym.sgr.sites.model import SiteModel
 from sgrgym.sgr.sites.reference import reference_of
 from sgrgym.sgr.tasks import ScoringTask
 from sgrgym.sgr.watchdog import run_episode
@@ -63,12 +70,12 @@ class RunCard(BaseModel):
 
 
 def run_card(
-    env: SgrEnv, agent: Agent, seed: int, task_files: Sequence[Path]
+    env: SgrEnv, agent: Agent | str, seed: int, task_files: Sequence[Path]
 ) -> RunCard:  # fmt: skip
     return RunCard(
         pack=env.snapshot.manifest.pack,
         pack_sha256=env.snapshot.pin,
-        agent=agent.name,
+        agent=agent if isinstance(agent, str) else agent.name,
         seed=seed,
         budget=env.budget,
         current_date=env.current_date,
@@ -76,6 +83,54 @@ def run_card(
         prompt_sha256=template_sha256(),
         rendered_sites=env.renderer.card() if env.renderer else {},
     )
+
+
+def answered(folder: RunFolder) -> set[str]:
+    """The task ids answered in ``folder``; the other files keep only their records."""
+    done = {r["task_id"] for r in folder.records(ANSWERS) if isinstance(r, dict)}
+    for name in (TRAJECTORIES, TIMINGS):
+        folder.keep(name, lambda r: isinstance(r, dict) and r.get("task_id") in done)
+    return done
+
+
+def record_episode(
+    folder: RunFolder,
+    task: ScoringTask,
+    sites: dict[str, SiteModel],
+    episode: Episode,
+    extra: dict[str, object] | None = None,
+) -> TaskScore:
+    """Score one episode, label it (appendix G) and append its records (answer last)."""
+    reference = reference_of(task)
+    model = sites.get(reference.site) if reference else None
+    score = score_answer(task, episode.answer)
+    diagnostics = diagnose(task, reference, model, episode.trajectory, score, episode.answer)
+    folder.append(
+        TRAJECTORIES,
+        {
+            "task_id": task.task_id,
+            "ended_by": episode.ended_by,
+            "answer_from": episode.answer_from,
+            "error": episode.error,
+            "tool_calls": episode.tool_calls,
+            "submitted_answers": episode.submitted_answers,
+            "target_site_rank": episode.target_site_rank,
+            "steps": [asdict(step) for step in episode.trajectory],
+            "diagnostics": diagnostics.model_dump(),
+            **(extra or {}),
+        },
+    )
+    folder.append(TIMINGS, {"task_id": task.task_id, "wall_s": episode.wall_s})
+    folder.append(ANSWERS, {"task_id": task.task_id, "answer": episode.answer})
+    return score
+
+
+def finish_run(folder: RunFolder, tasks: Sequence[ScoringTask]) -> ScoreReport:
+    """Score every task from the folder's answers and mark the run complete."""
+    report = score_tasks(tasks, load_predictions(folder.path / ANSWERS))
+    folder.write_final(SCORES, report.model_dump_json(indent=2) + "\n")
+    folder.complete((ANSWERS, TRAJECTORIES, SCORES))
+    return report
 
 
 def run_tasks(
@@ -93,9 +148,7 @@ def run_tasks(
     the answered task ids decide what is done and the other files keep only those.
     """
     with open_run_folder(out_dir, card, finals=(SCORES,)) as folder:
-        done = {r["task_id"] for r in folder.records(ANSWERS) if isinstance(r, dict)}
-        for name in (TRAJECTORIES, TIMINGS):
-            folder.keep(name, lambda r: isinstance(r, dict) and r.get("task_id") in done)
+        done = answered(folder)
         for number, task in enumerate(tasks, start=1):
             if task.task_id in done:
                 continue
@@ -103,29 +156,8 @@ def run_tasks(
             model = env.sites.get(reference.site) if reference else None
             obs = env.reset(task, model.host if model else "")
             episode = run_episode(env, agent, obs)
-            score = score_answer(task, episode.answer)
-            diagnostics = diagnose(
-                task, reference, model, episode.trajectory, score, episode.answer
-            )  # fmt: skip
-            folder.append(
-                TRAJECTORIES,
-                {
-                    "task_id": task.task_id,
-                    "ended_by": episode.ended_by,
-                    "answer_from": episode.answer_from,
-                    "error": episode.error,
-                    "tool_calls": episode.tool_calls,
-                    "submitted_answers": episode.submitted_answers,
-                    "target_site_rank": episode.target_site_rank,
-                    "steps": [asdict(step) for step in episode.trajectory],
-                    "diagnostics": diagnostics.model_dump(),
-                },
-            )
-            folder.append(TIMINGS, {"task_id": task.task_id, "wall_s": episode.wall_s})
-            folder.append(ANSWERS, {"task_id": task.task_id, "answer": episode.answer})
+            score = record_episode(folder, task, env.sites, episode)
             if progress:
                 progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
-        report = score_tasks(tasks, load_predictions(out_dir / ANSWERS))
-        folder.write_final(SCORES, report.model_dump_json(indent=2) + "\n")
-        folder.complete((ANSWERS, TRAJECTORIES, SCORES))
+        report = finish_run(folder, tasks)
     return report

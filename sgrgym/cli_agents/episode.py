@@ -1,0 +1,139 @@
+"""One SGR episode served to an external agent, written into its run folder as calls happen.
+
+The live log ``steps.jsonl`` gets one line per trajectory step right after the tool call that
+made it: the step (as in ``trajectories.jsonl``), seconds since the episode started, the
+episode's counters so far and, for ``submit_answer``, the answer text. Whoever watches the
+episode from outside (the CLI runner) reads progress and interim answers from it; an episode
+whose process was killed still leaves every step it took.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from sgrgym.errors import UserError
+from sgrgym.runs.folder import RunFolder
+from sgrgym.sgr.env import BudgetExceeded, Episode, SgrEnv
+from sgrgym.sgr.prompt import task_prompt
+from sgrgym.sgr.run import RunCard
+from sgrgym.sgr.simulator import TrajectoryStep
+from sgrgym.sgr.sites.reference import reference_of
+from sgrgym.sgr.tasks import ScoringTask
+
+from .tools import TOOLS_FILE, ToolCallError, call_tool, tool_names
+
+STEPS = "steps.jsonl"
+SESSION_CLOSED = "session closed"  # the agent's session ended without a returned answer
+
+
+class McpRunCard(RunCard):
+    """A run card for an MCP episode: the run card plus the tool file and the task."""
+
+    task_id: str = ""
+    tools_file: str = TOOLS_FILE
+    tools_sha256: str = ""
+    site_ops: bool = False
+
+
+def episode_prompt(env: SgrEnv, task: ScoringTask, site_ops: bool) -> str:
+    """The paper's task prompt (appendix C), naming the tools this server offers."""
+    return task_prompt(
+        env.current_date, task.task.instruction, task.task.output_format, task.columns,
+        task.field_sep, task.record_sep, tool_names(site_ops),
+    )  # fmt: skip
+
+
+@dataclass
+class LiveEpisode:
+    """An episode of ``env`` on ``task``, logging each step to ``folder``'s live log."""
+
+    env: SgrEnv
+    task: ScoringTask
+    folder: RunFolder
+    site_ops: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _logged: int = 0
+
+    def start(self) -> None:
+        reference = reference_of(self.task)
+        model = self.env.sites.get(reference.site) if reference else None
+        self.env.reset(self.task, model.host if model else "")
+        (self.folder.path / STEPS).write_bytes(b"")  # a fresh live log: no session resumes
+
+    def call(self, name: str, arguments: dict[str, Any] | None) -> tuple[str, bool]:
+        """(text, is_error) of one tool call; every new trajectory step is logged."""
+        with self._lock:
+            answer = None
+            try:
+                text = call_tool(self.env, name, arguments, self.site_ops)
+                is_error = False
+                if name == "submit_answer" and arguments:
+                    answer = str(arguments.get("answer", ""))
+            except (BudgetExceeded, ToolCallError) as exc:
+                text, is_error = str(exc), True
+            self._log(answer)
+            return text, is_error
+
+    def _log(self, answer: str | None) -> None:
+        env = self.env
+        steps = env.sim.trajectory[self._logged :]
+        for step in steps:
+            record: dict[str, Any] = {
+                "t": round(time.monotonic() - env.started, 3),
+                "step": asdict(step),
+                "tool_calls": env.episode.tool_calls,
+                "submitted_answers": env.episode.submitted_answers,
+                "target_site_rank": env.episode.target_site_rank,
+            }
+            if step.tool == "submit_answer" and answer is not None:
+                record["answer"] = answer
+            self.folder.append(STEPS, record)
+        self._logged += len(steps)
+
+    def finish(self, ended_by: str = SESSION_CLOSED, error: str = "") -> Episode:
+        with self._lock:
+            return self.env.finish(None, ended_by, error)
+
+
+class LiveLog(BaseModel):
+    """What an outside watcher reads from a live log."""
+
+    steps: list[dict[str, Any]] = []
+    answer: str | None = None  # the last submitted answer
+    answer_t: float = -1.0  # when it was submitted (seconds since the episode started)
+    tool_calls: int = 0
+    submitted_answers: int = 0
+    target_site_rank: int | None = None
+
+
+def read_live(folder: Path) -> LiveLog:
+    """The live log of an episode folder so far (a torn last line is left for later)."""
+    path = folder / STEPS
+    if not path.is_file():
+        return LiveLog()
+    data = path.read_bytes()
+    lines = data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines()
+    log = LiveLog()
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise UserError(f"{path} line {number}: not JSON") from None
+        log.steps.append(record["step"])
+        log.tool_calls = int(record["tool_calls"])
+        log.submitted_answers = int(record["submitted_answers"])
+        log.target_site_rank = record.get("target_site_rank")
+        if "answer" in record:
+            log.answer, log.answer_t = str(record["answer"]), float(record["t"])
+    return log
+
+
+def trajectory_of(log: LiveLog) -> list[TrajectoryStep]:
+    return [TrajectoryStep(**step) for step in log.steps]

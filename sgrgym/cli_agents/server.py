@@ -1,0 +1,89 @@
+"""``sgrgym mcp``: a stdio MCP server over one SGR episode (official ``mcp`` SDK, low-level API).
+
+The tools and their schemas come from the versioned tool file (:mod:`.tools`), not from Python
+signatures, so what the agent is offered is exactly what the run card's sha256 names. Every
+call goes through :class:`~sgrgym.sgr.env.SgrEnv` and is logged to the episode's live log as
+it happens (:mod:`.episode`). The wall and stall budgets (appendix C) are also enforced here:
+once one is spent every tool call is refused (the CLI runner stops the agent itself).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from sgrgym import __version__
+from sgrgym.sgr.env import SgrEnv
+
+from .episode import LiveEpisode
+from .tools import tool_specs
+
+SERVER_NAME = "sgrgym"
+INSTRUCTIONS = (
+    "Tools of one SGR-Bench research task: search the web, fetch pages and PDF documents, and "
+    "record your answer with submit_answer."
+)
+
+
+def build_server(live: LiveEpisode) -> Server[Any]:
+    """An MCP server whose tools call ``live``'s episode."""
+    specs = tool_specs(live.site_ops)
+    tools = [
+        types.Tool(name=s.name, description=s.description, input_schema=s.input_schema)
+        for s in specs
+    ]
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        text, is_error = live.call(params.name, dict(params.arguments or {}))
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], is_error=is_error
+        )
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=call,
+    )
+
+
+def budget_watch(env: SgrEnv, done: threading.Event) -> threading.Thread:
+    """A thread that stops ``env``'s episode when its wall or stall budget is spent."""
+
+    def watch() -> None:
+        budget = env.budget
+        while not done.is_set():
+            now = time.monotonic()
+            wall_left = env.started + budget.max_wall_s - now
+            stall_left = env.last_progress + budget.stall_s - now
+            if wall_left <= 0:
+                env.stop("wall", f"budget: over {budget.max_wall_s:g} s of wall time")
+                return
+            if stall_left <= 0:
+                env.stop("stall", f"budget: no progress for {budget.stall_s:g} s")
+                return
+            done.wait(min(wall_left, stall_left, 1.0))
+
+    thread = threading.Thread(target=watch, name="sgr-mcp-budget", daemon=True)
+    thread.start()
+    return thread
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
