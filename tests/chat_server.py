@@ -7,7 +7,9 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from typing import Any, ClassVar
 
-Script = Callable[[dict[str, Any]], str]
+# The reply to a request body: its text, or the whole assistant message (``content``,
+# ``tool_calls``) with, optionally, the ``usage`` to report.
+Script = Callable[[dict[str, Any]], str | dict[str, Any]]
 
 
 class RecordingJsonHandler(BaseHTTPRequestHandler):
@@ -36,19 +38,23 @@ class RecordingJsonHandler(BaseHTTPRequestHandler):
 
 
 class ChatHandler(RecordingJsonHandler):
-    """``POST .../chat/completions``: the reply text is ``script(request body)``."""
+    """``POST .../chat/completions``: the reply is ``script(request body)``."""
 
     script: ClassVar[Script]
 
     def do_POST(self) -> None:
         body = self.read_json()
-        text = type(self).script(body)
+        reply = type(self).script(body)
+        message = dict(reply) if isinstance(reply, dict) else {"content": reply}
+        usage = message.pop("usage", None) or {"prompt_tokens": 11, "completion_tokens": 5}
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         payload = {
             "id": f"cmpl-{len(type(self).received)}",
             "model": "served-model-7b",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+            "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                         "finish_reason": finish}],
+            "usage": usage,
         }  # fmt: skip
         self.send_json(json.dumps(payload, ensure_ascii=False).encode())
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -26,53 +26,64 @@ def add_llm_options(
     parser: argparse.ArgumentParser,
     model_flags: tuple[str, ...] = ("--llm-model",),
     temperature: float = 0.0,
+    omit: tuple[str, ...] = (),
+    description: str | None = None,
 ) -> argparse._ArgumentGroup:
-    """The option group (returned, so a command may add its own options to it)."""
-    group = parser.add_argument_group("LLM (--agent llm / --estimator llm)")
-    group.add_argument(
+    """The option group (returned, so a command may add its own options to it).
+
+    ``omit``: flags the command already has with the same meaning (``sgr run`` shares
+    ``--base-url``, ``--api-key-env`` and ``--jobs`` with its agent CLI options).
+    """
+    group = parser.add_argument_group("LLM (--agent llm / --estimator llm)", description)
+
+    def option(*flags: str, **kwargs: Any) -> None:
+        if not set(flags) & set(omit):
+            group.add_argument(*flags, **kwargs)
+
+    option(
         *model_flags,
         dest="llm_model",
         metavar="NAME",
         help="chat model name; local:NAME uses `sgrgym llm serve`",
     )
-    group.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
-    group.add_argument(
+    option("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
+    option(
         "--api-key-env",
         default="OPENAI_API_KEY",
         metavar="VAR",
         help="environment variable holding the API key (never stored)",
     )
-    group.add_argument(
+    option(
         "--temperature",
         type=float,
         default=temperature,
         metavar="T",
         help="sampling temperature (default %(default)s: ours, the papers give none)",
     )
-    group.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
-    group.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
-    group.add_argument(
+    option("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
+    option("--max-tokens", type=int, metavar="N", help="reply length limit")
+    option(
         "--llm-seed",
         type=int,
         metavar="N",
         help="seed sent with every request (default: the episode's seed)",
     )
-    group.add_argument(
+    option(
         "--llm-cache",
         type=Path,
         metavar="FILE",
         help="recorded chat completions (requests-cache SQLite)",
     )
-    group.add_argument(
+    option(
         "--llm-mode",
         choices=["record", "replay", "refresh"],
         default="replay",
         help="replay (offline, default), record (fill misses), refresh",
     )
-    group.add_argument(
+    option(
         "--prices", type=Path, metavar="FILE", help="price table JSON (default: the packaged one)"
     )
-    group.add_argument(
+    option(
         "--jobs",
         type=int,
         default=1,
@@ -120,7 +131,7 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
     return LLMOptions(
         model=model,
         base_url=base_url,
-        api_key_env=args.api_key_env,
+        api_key_env=args.api_key_env or "OPENAI_API_KEY",
         cache=args.llm_cache,
         mode=args.llm_mode,
         temperature=args.temperature,

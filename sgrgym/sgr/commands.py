@@ -206,7 +206,7 @@ def _renderer(snapshot: Any, no_render: bool) -> Any:
     return None if no_render else load_renderer(snapshot)
 
 
-BUILT_IN_AGENTS = ("oracle", "default", "random", "explore", "search-only")
+BUILT_IN_AGENTS = ("oracle", "default", "random", "explore", "search-only", "llm")
 
 
 def _agent_name(text: str) -> str:
@@ -253,6 +253,8 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         from sgrgym.sgr.baselines import SearchOnlyAgent
 
         agent = SearchOnlyAgent()
+    elif args.agent == "llm":
+        agent = _llm_agent(args)
     else:
         agent = RandomAgent(seed=args.seed, steps=args.random_steps)
     budget = Budget(
@@ -261,14 +263,49 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
     renderer = _renderer(snapshot, args.no_render)
     env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
     card = run_card(env, agent, args.seed, files)
-    with snapshot:
-        report = run_tasks(env, agent, tasks, args.out, card, None if args.quiet else progress_bar)
+    if args.agent == "llm":
+        from sgrgym.sgr.llm_agent import LLMRunCard
+
+        card = LLMRunCard(**card.model_dump(), llm=agent.settings)
+    show = None if args.quiet else progress_bar
+    try:
+        with snapshot:
+            report = run_tasks(env, agent, tasks, args.out, card, show, jobs=args.jobs)
+        if args.agent == "llm":
+            agent.write_log(args.out)  # llm_run.json: the mode, cache hits, retries
+    finally:
+        env.close()
+        if args.agent == "llm":
+            agent.close()
     if args.json:
         write_json(report.model_dump_json(exclude={"tasks"}))
     else:
         print(render_report(report, f"{agent.name} agent"))
+        if args.agent == "llm":
+            from sgrgym.sgr.llm_agent import read_totals, totals_line
+
+            print(f"\n{totals_line(read_totals(args.out))}")
         print(f"\nanswers, trajectories and scores in {args.out}/")
     return 0
+
+
+def _llm_agent(args: argparse.Namespace) -> Any:
+    """The LLM agent the options name, with its metered, recorded chat client."""
+    from sgrgym.cli_agents.tools import tools_sha256
+    from sgrgym.llm.options import llm_options, open_meter
+    from sgrgym.sgr.llm_agent import LLMAgent, LLMAgentSettings
+
+    if args.llm_model is None:
+        args.llm_model = args.model  # --model names the endpoint's model for CLIs too
+    options = llm_options(args)
+    settings = LLMAgentSettings(
+        model=options.model, base_url=options.base_url, sampling=options.sampling(),
+        seed=args.seed if options.seed is None else options.seed, site_ops=args.site_ops,
+        max_turns=args.llm_max_turns, result_chars=args.llm_result_chars,
+        keep_results=args.llm_keep_results, tools_sha256=tools_sha256(),
+    )  # fmt: skip
+    meter = open_meter(options)
+    return LLMAgent(meter, settings.model_copy(update={"prices_sha256": meter.prices.sha256}))
 
 
 def cmd_sgr_audit(args: argparse.Namespace) -> int:
@@ -370,6 +407,40 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
             args_text = ", ".join(f"{k}={v}" for k, v in edge["args"].items())
             print(f"   --{edge['op']}({args_text}) [{edge['type']}]-->")
     return 0
+
+
+def _add_llm_run_options(run: argparse.ArgumentParser) -> None:
+    """The options of ``sgr run --agent llm`` (the agent CLIs' --base-url, --api-key-env,
+    --jobs and --site-ops are shared)."""
+    from sgrgym.llm.options import add_llm_options
+    from sgrgym.sgr.llm_agent import (
+        DEFAULT_KEEP_RESULTS,
+        DEFAULT_MAX_TURNS,
+        DEFAULT_RESULT_CHARS,
+    )
+
+    group = add_llm_options(
+        run, omit=("--base-url", "--api-key-env", "--jobs"),
+        description="A chat model at --base-url (OpenAI-compatible) calls the tools (search, "
+        "fetch, pdf, submit_answer; operate with --site-ops) with the schemas of `sgrgym mcp`. "
+        "Every model call is recorded in --llm-cache and replayed from it (--llm-mode); "
+        "--base-url, --api-key-env, --jobs and --site-ops are those above. --model works "
+        "as --llm-model.",
+    )  # fmt: skip
+    group.add_argument(
+        "--llm-max-turns", type=_positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
+        help="model calls per episode before it ends as 'budget: model turns' "
+        "(default: %(default)s)",
+    )  # fmt: skip
+    group.add_argument(
+        "--llm-result-chars", type=_positive_int, default=DEFAULT_RESULT_CHARS, metavar="N",
+        help="characters of each tool result the model sees (default: %(default)s)",
+    )  # fmt: skip
+    group.add_argument(
+        "--llm-keep-results", type=_positive_int, default=DEFAULT_KEEP_RESULTS, metavar="N",
+        help="tool results kept in full in the conversation; older ones are replaced by a "
+        "note (default: %(default)s)",
+    )  # fmt: skip
 
 
 _STRICT_HELP = (
@@ -550,6 +621,7 @@ def add_commands(areas: Any) -> None:
     from sgrgym.cli_agents.commands import add_cli_run_options
 
     add_cli_run_options(run)
+    _add_llm_run_options(run)
     run.set_defaults(handler=cmd_sgr_run)
 
     states = sgr_cmds.add_parser(

@@ -134,6 +134,7 @@ class SgrEnv:
         budget: Budget | None = None,
         current_date: str = "2026-01-01",
         renderer: SiteRenderer | None = None,
+        web: WebSearch | None = None,
     ) -> None:
         self.snapshot = snapshot
         self.sites = sites
@@ -141,7 +142,8 @@ class SgrEnv:
         self.current_date = current_date
         self.renderer = renderer
         self.sim = Simulator(snapshot, sites, renderer)
-        self.web = WebSearch.for_simulator(self.sim)
+        self._own_web = web is None
+        self.web = WebSearch.for_simulator(self.sim) if web is None else web
         self.episode = Episode(task_id="")
         self._target_host = ""
         self._lock = threading.RLock()
@@ -280,5 +282,12 @@ class SgrEnv:
             episode.wall_s = time.monotonic() - self.started
             return episode
 
+    def twin(self) -> SgrEnv:
+        """Another environment over the same pack, sites, renderer and search index, for a
+        parallel episode (each environment runs one episode at a time)."""
+        return SgrEnv(self.snapshot, self.sites, self.budget, self.current_date, self.renderer,
+                      web=self.web)  # fmt: skip
+
     def close(self) -> None:
-        self.web.close()
+        if self._own_web:
+            self.web.close()

@@ -13,6 +13,9 @@ Output folder:
   first search, every step (``match``: exact, rule, rendered, miss, error) and the appendix G
   diagnostics;
 - ``scores.json``: the scorer's report over all tasks;
+- an agent's own results (:class:`ReportingAgent`): the LLM agent adds each episode's model
+  calls, tokens and cost to its trajectory record (``llm``) and writes the run's totals
+  (``llm_totals.json``), both results like the others (identical on a replay);
 - ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs);
 - ``complete.json``: written last, the sha256 of the results; absent while the run is going.
 
@@ -21,9 +24,12 @@ The folder is locked while the run goes (a second process is refused).
 
 from __future__ import annotations
 
+import queue
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -32,7 +38,7 @@ from sgrgym.hashing import sha256_file
 from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, Episode, SgrEnv
+from sgrgym.sgr.env import Budget, Episode, Observation, SgrEnv
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE, template_sha256
 from sgrgym.sgr.render import RenderedSite
 from sgrgym.sgr.score import (
@@ -125,12 +131,39 @@ def record_episode(
     return score
 
 
-def finish_run(folder: RunFolder, tasks: Sequence[ScoringTask]) -> ScoreReport:
-    """Score every task from the folder's answers and mark the run complete."""
+def finish_run(
+    folder: RunFolder, tasks: Sequence[ScoringTask], extra_finals: Sequence[str] = ()
+) -> ScoreReport:
+    """Score every task from the folder's answers and mark the run complete (the results:
+    answers, trajectories, scores and ``extra_finals``, already written)."""
     report = score_tasks(tasks, load_predictions(folder.path / ANSWERS))
     folder.write_final(SCORES, report.model_dump_json(indent=2) + "\n")
-    folder.complete((ANSWERS, TRAJECTORIES, SCORES))
+    folder.complete((ANSWERS, TRAJECTORIES, SCORES, *extra_finals))
     return report
+
+
+@runtime_checkable
+class ReportingAgent(Protocol):
+    """An agent with records of its own: per episode (added to the trajectory record) and per
+    run (final results files, e.g. the LLM agent's token and cost totals)."""
+
+    name: str
+    final_files: tuple[str, ...]
+
+    def act(self, env: SgrEnv, obs: Observation) -> str: ...
+
+    def episode_extra(self, task_id: str) -> dict[str, object]: ...
+
+    def finals(self, trajectories: list[Any]) -> dict[str, str]: ...
+
+
+def _episode(env: SgrEnv, agent: Agent, task: ScoringTask) -> tuple[Episode, dict[str, object]]:
+    reference = reference_of(task)
+    model = env.sites.get(reference.site) if reference else None
+    obs = env.reset(task, model.host if model else "")
+    episode = run_episode(env, agent, obs)
+    extra = agent.episode_extra(task.task_id) if isinstance(agent, ReportingAgent) else {}
+    return episode, extra
 
 
 def run_tasks(
@@ -140,24 +173,53 @@ def run_tasks(
     out_dir: Path,
     card: RunCard,
     progress: Progress | None = None,
+    jobs: int = 1,
 ) -> ScoreReport:
     """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all.
 
     The folder is locked, its card compared and its records repaired by
     :func:`sgrgym.runs.folder.open_run_folder`; answers are written last for each episode, so
     the answered task ids decide what is done and the other files keep only those.
+
+    ``jobs`` episodes run at once, each in its own environment (:meth:`SgrEnv.twin`); records
+    are appended in task order, so the results files do not depend on ``jobs`` (only
+    ``timings.jsonl`` does).
     """
-    with open_run_folder(out_dir, card, finals=(SCORES,)) as folder:
+    extra_finals = agent.final_files if isinstance(agent, ReportingAgent) else ()
+    with open_run_folder(out_dir, card, finals=(SCORES, *extra_finals)) as folder:
         done = answered(folder)
-        for number, task in enumerate(tasks, start=1):
-            if task.task_id in done:
-                continue
-            reference = reference_of(task)
-            model = env.sites.get(reference.site) if reference else None
-            obs = env.reset(task, model.host if model else "")
-            episode = run_episode(env, agent, obs)
-            score = record_episode(folder, task, env.sites, episode)
-            if progress:
-                progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
-        report = finish_run(folder, tasks)
+        pending = [(n, t) for n, t in enumerate(tasks, start=1) if t.task_id not in done]
+        envs: queue.SimpleQueue[SgrEnv] = queue.SimpleQueue()
+        twins = [env.twin() for _ in range(min(jobs, len(pending)) - 1)]
+        for each in (env, *twins):
+            envs.put(each)
+
+        def job(task: ScoringTask) -> tuple[Episode, dict[str, object]]:
+            own = envs.get()
+            try:
+                return _episode(own, agent, task)
+            finally:
+                envs.put(own)
+
+        try:
+            with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+                futures = [(n, t, pool.submit(job, t)) for n, t in pending]
+                try:
+                    for number, task, future in futures:
+                        episode, extra = future.result()
+                        score = record_episode(folder, task, env.sites, episode, extra)
+                        if progress:
+                            progress(number, len(tasks),
+                                     f"{task.task_id} item_f1={score.item_f1:.2f}")  # fmt: skip
+                except BaseException:
+                    for _, _, future in futures:
+                        future.cancel()
+                    raise
+        finally:
+            for twin in twins:
+                twin.close()
+        if isinstance(agent, ReportingAgent):
+            for name, text in agent.finals(folder.records(TRAJECTORIES)).items():
+                folder.write_final(name, text)
+        report = finish_run(folder, tasks, extra_finals)
     return report

@@ -9,6 +9,11 @@ model request, a sleep) is abandoned: the episode is closed and scored with the 
 the agent submitted, and every tool call the abandoned thread makes later is refused
 (:class:`~sgrgym.sgr.env.BudgetExceeded`), in later episodes too. Its eventual return value
 is ignored.
+
+A :class:`~sgrgym.errors.UserError` raised by the agent (a model call missing from a replay
+cache, an endpoint that keeps failing) is not an agent failure but the run's: it is raised
+again in the calling thread, so the command stops with its message (exit 2) and the episode
+is not recorded (a rerun resumes there).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
+from sgrgym.errors import UserError
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.env import BudgetExceeded, Episode, Observation, SgrEnv
 
@@ -31,6 +37,8 @@ def run_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
             outcome["answer"] = agent.act(env, obs)
         except BudgetExceeded as exc:
             outcome["budget"] = exc
+        except UserError as exc:
+            outcome["user_error"] = exc
         except Exception as exc:  # an agent's failure is recorded, not raised
             outcome["error"] = f"{type(exc).__name__}: {exc}"
         finally:
@@ -57,6 +65,10 @@ def run_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
         stopped = env.stopped
         reason = stopped.reason if stopped else "wall"
         return env.finish(None, f"budget: {reason}", str(stopped or ""))
+    user_error = outcome.get("user_error")
+    if isinstance(user_error, UserError):
+        env.finish(None, "agent error", str(user_error))
+        raise user_error
     if "answer" in outcome:
         answer = outcome["answer"]
         return env.finish(answer if isinstance(answer, str) else str(answer))

@@ -1,0 +1,234 @@
+"""The SGR LLM agent end to end: ``sgr run --agent llm`` on demo tasks against a scripted
+chat-completions server on 127.0.0.1 (native tool calls and calls written as fenced JSON),
+recorded, then replayed with every connection refused."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chat_server import ChatHandler, scripted
+
+from sgrgym.cli import main
+from sgrgym.llm.usage import LOG, LLMTotals, add_totals
+from sgrgym.runs.loopback import serve_http
+from sgrgym.sgr.llm_agent import LLM_TOTALS, cut
+
+ROOT = Path(__file__).resolve().parent.parent
+PACK = ROOT / "snapshots" / "demo"
+RESULTS = ("answers.jsonl", "trajectories.jsonl", "scores.json", LLM_TOTALS, "run.json",
+           "complete.json")  # fmt: skip
+TASKS_TAKEN = 8  # the first constraint and goal variants of each site's files, 8 in all
+RESULT_CHARS = 1200
+PRICES = {"models": {"tiny-sgr": {"prompt": 0.5, "completion": 2.0}}}
+
+if not (PACK / "warc").is_dir():
+    pytest.skip("the demo pack is not built (sgrgym sgr build-packs)", allow_module_level=True)
+
+
+def demo_tasks(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A task file of demo tasks, and each task's reference answer by instruction."""
+    records: list[dict[str, Any]] = []
+    for site in ("cwe", "diseases", "elements", "places"):
+        for name in ("constraint.jsonl", "goal.jsonl"):
+            line = (ROOT / "tasks" / "sgr" / site / name).read_text("utf-8").splitlines()[0]
+            records.append(json.loads(line))
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records[:TASKS_TAKEN]), "utf-8")
+    return path, {r["instruction"]: r["oracle_answer"] for r in records[:TASKS_TAKEN]}
+
+
+def call(name: str, arguments: dict[str, str], turn: int) -> dict[str, Any]:
+    return {"id": f"c{turn}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+
+
+def script_for(answers: dict[str, str]) -> Any:
+    """A model that searches (native call), fetches the first hit (JSON in the text), calls a
+    tool it does not have (malformed), submits the reference answer (even-numbered tasks) and
+    ends with a final reply (odd ones: the answer in a fence)."""
+    order = sorted(answers)
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        messages = body["messages"]
+        prompt = messages[0]["content"]
+        instruction = next(i for i in order if i in prompt)
+        answer, even = answers[instruction], order.index(instruction) % 2 == 0
+        turn = sum(m["role"] == "assistant" for m in messages)
+        usage = {"prompt_tokens": len(json.dumps(messages)) // 4, "completion_tokens": 9 + turn}
+        if turn == 0:
+            return {"tool_calls": [call("search", {"query": instruction[:80]}, turn)],
+                    "usage": usage}  # fmt: skip
+        if turn == 1:
+            url = re.search(r"http://\S+", messages[-1]["content"])
+            assert url is not None
+            text = json.dumps({"name": "fetch", "arguments": {"url": url.group(0)}})
+            return {"content": f"I will open it.\n```json\n{text}\n```", "usage": usage}
+        if turn == 2:
+            return {"tool_calls": [call("browse", {"url": "x"}, turn)], "usage": usage}
+        if turn == 3 and even:
+            return {"tool_calls": [call("submit_answer", {"answer": answer}, turn)],
+                    "usage": usage}  # fmt: skip
+        return {"content": "Submitted." if even else f"```\n{answer}\n```", "usage": usage}
+
+    return script
+
+
+def run_llm(
+    out: Path, cache: Path, url: str, tasks: Path, prices: Path, *extra: str, mode: str = "record"
+) -> int:
+    return main([
+        "sgr", "run", "--agent", "llm", "--pack", str(PACK), "--tasks", str(tasks),
+        "--out", str(out), "--llm-model", "tiny-sgr", "--base-url", url + "/v1",
+        "--llm-cache", str(cache), "--llm-mode", mode, "--prices", str(prices),
+        "--llm-result-chars", str(RESULT_CHARS), "--quiet", *extra,
+    ])  # fmt: skip
+
+
+def refuse_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"a connection was attempted to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+def same_results(one: Path, two: Path) -> None:
+    for name in RESULTS:
+        assert (one / name).read_bytes() == (two / name).read_bytes(), name
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One recorded run (jobs 1) and one recorded with 8 jobs into another cache."""
+    root = tmp_path_factory.mktemp("sgr-llm")
+    tasks, answers = demo_tasks(root)
+    prices = root / "prices.json"
+    prices.write_text(json.dumps(PRICES), "utf-8")
+    handler: type[ChatHandler] = scripted(script_for(answers))
+    with serve_http(handler) as url:
+        assert run_llm(root / "one", root / "one.sqlite", url, tasks, prices) == 0
+        requests = len(handler.received)
+        assert run_llm(root / "eight", root / "eight.sqlite", url, tasks, prices,
+                       "--jobs", "8") == 0  # fmt: skip
+    return {"root": root, "url": url, "tasks": tasks, "prices": prices, "answers": answers,
+            "requests": handler.received[:requests]}  # fmt: skip
+
+
+def trajectories(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / "trajectories.jsonl").read_text().splitlines()]
+
+
+def test_llm_episodes_use_both_tool_call_forms_and_the_shared_tools(
+    recorded: dict[str, Any],
+) -> None:
+    out = recorded["root"] / "one"
+    records = trajectories(out)
+    assert len(records) == TASKS_TAKEN
+    for record in records:
+        tools = [s["tool"] for s in record["steps"]]
+        assert tools[:2] == ["search", "fetch"], tools  # the env's own trajectory steps
+        assert "operate" not in tools  # site operations are off by default
+        llm = record["llm"]
+        assert record["diagnostics"]["category"]  # appendix G labels, as for built-in agents
+        assert [c["tool_call_source"] for c in llm["calls"]][:3] == ["native", "text", "native"]
+        assert llm["malformed"] == ["turn 3: no tool 'browse'; tools: search, fetch, pdf, "
+                                    "submit_answer"]  # fmt: skip
+        assert llm["totals"]["malformed_replies"] == 1
+        assert llm["totals"]["text_tool_calls"] == 1
+        assert llm["answer_source"] in ("submit_answer", "last message")
+        assert all(c["requested_model"] == "tiny-sgr" and c["model"] == "served-model-7b"
+                   for c in llm["calls"])  # fmt: skip
+        assert all(c["params"] == {"seed": 0, "temperature": 0.0} for c in llm["calls"])
+    sources = {r["llm"]["answer_source"] for r in records}
+    assert sources == {"submit_answer", "last message"}
+    # Every scripted answer is the reference answer: submitted or in the final reply.
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["overall"]["item_f1"] == 1.0
+    # The tools offered are the MCP server's (one schema file), operate not among them.
+    first = recorded["requests"][0]
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "search", "fetch", "pdf", "submit_answer"
+    ]  # fmt: skip
+    assert "operate(" not in first["messages"][0]["content"]
+
+
+def test_tool_results_are_cut_and_old_ones_elided(recorded: dict[str, Any]) -> None:
+    for body in recorded["requests"]:
+        results = [m for m in body["messages"] if m["role"] == "tool" or (
+            m["role"] == "user" and m["content"].startswith("Result of "))]  # fmt: skip
+        full = [m for m in results if "result removed to keep" not in m["content"]]
+        assert len(full) <= 2
+        longest = len(cut("x" * (RESULT_CHARS + 99999), RESULT_CHARS))
+        for message in full:
+            text = re.sub(r"^Result of \w+:\n", "", message["content"])
+            assert len(text) <= longest
+    assert any("more characters cut" in m["content"] for b in recorded["requests"]
+               for m in b["messages"] if m["role"] == "tool")  # fmt: skip
+    assert any("result removed to keep" in str(m["content"]) for b in recorded["requests"]
+               for m in b["messages"])  # fmt: skip
+
+
+def test_totals_add_up(recorded: dict[str, Any]) -> None:
+    out = recorded["root"] / "one"
+    records = trajectories(out)
+    run = LLMTotals.model_validate_json((out / LLM_TOTALS).read_text())
+    parts = [LLMTotals.model_validate(r["llm"]["totals"]) for r in records]
+    assert run == add_totals(parts)
+    calls = [c for r in records for c in r["llm"]["calls"]]
+    assert run.calls == len(calls) == len(recorded["requests"])
+    assert run.prompt_tokens == sum(c["prompt_tokens"] for c in calls)
+    assert run.completion_tokens == sum(c["completion_tokens"] for c in calls)
+    price = PRICES["models"]["tiny-sgr"]
+    expected = sum(c["prompt_tokens"] * price["prompt"] + c["completion_tokens"]
+                   * price["completion"] for c in calls) / 1e6  # fmt: skip
+    assert run.cost_usd == pytest.approx(expected, abs=1e-9) and run.cost_usd > 0
+    assert run.unpriced_calls == 0 and run.malformed_replies == TASKS_TAKEN
+    assert run.text_tool_calls == TASKS_TAKEN
+    assert run.native_tool_calls == 2 * TASKS_TAKEN + TASKS_TAKEN // 2
+    log = json.loads((out / LOG).read_text())
+    assert log["mode"] == "record" and log["calls"] == run.calls and log["from_cache"] == 0
+    card = (out / "run.json").read_text()
+    assert '"record"' not in card and "llm_mode" not in card  # the mode is in the log only
+
+
+def test_replay_offline_is_byte_identical_and_a_changed_prompt_misses(
+    recorded: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root, url = recorded["root"], recorded["url"]
+    refuse_connections(monkeypatch)
+    args = (recorded["tasks"], recorded["prices"])
+    assert run_llm(root / "replay", root / "one.sqlite", url, *args, mode="replay") == 0
+    same_results(root / "one", root / "replay")
+    log = json.loads((root / "replay" / LOG).read_text())
+    assert log["mode"] == "replay" and log["from_cache"] == log["calls"]
+    assert log["network_attempts"] == 0
+    # 8 jobs: recorded and replayed, the same results as one job.
+    same_results(root / "one", root / "eight")
+    assert run_llm(root / "replay8", root / "one.sqlite", url, *args, "--jobs", "8",
+                   mode="replay") == 0  # fmt: skip
+    same_results(root / "one", root / "replay8")
+    # A changed prompt (another date) is not in the cache: a clear error, exit 2.
+    capsys.readouterr()
+    code = run_llm(root / "changed", root / "one.sqlite", url, *args, "--current-date",
+                   "2026-02-02", mode="replay")  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert re.search(r"chat completion not in the cache .*one\.sqlite \(request [0-9a-f]{64}, "
+                     r"model tiny-sgr, episode \w+\)", err), err  # fmt: skip
+    assert "Traceback" not in err
+    answers = root / "changed" / "answers.jsonl"
+    assert not answers.exists() or not answers.read_text()  # the episode is not recorded
+
+
+def test_llm_agent_needs_its_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["sgr", "run", "--agent", "llm", "--pack", str(PACK), "--out", str(tmp_path),
+                 "--base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"])  # fmt: skip
+    assert code == 2 and "--llm-cache FILE" in capsys.readouterr().err
+    code = main(["sgr", "run", "--agent", "llm", "--pack", str(PACK), "--out", str(tmp_path),
+                 "--llm-cache", str(tmp_path / "c.sqlite")])  # fmt: skip
+    assert code == 2 and "needs a model" in capsys.readouterr().err
