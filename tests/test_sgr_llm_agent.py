@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,18 @@ import pytest
 from chat_server import ChatHandler, scripted
 
 from sgrgym.cli import main
-from sgrgym.llm.usage import LOG, LLMTotals, add_totals
+from sgrgym.errors import UserError
+from sgrgym.llm.chat import ChatClient
+from sgrgym.llm.prices import load_prices
+from sgrgym.llm.usage import LOG, CallMeter, LLMTotals, add_totals
 from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.llm_agent import LLM_TOTALS, cut
+from sgrgym.sgr.archive.replay import Snapshot
+from sgrgym.sgr.env import Episode, SgrEnv
+from sgrgym.sgr.llm_agent import LLM_TOTALS, LLMAgent, LLMAgentSettings, cut
+from sgrgym.sgr.render import load_renderer
+from sgrgym.sgr.sites.model import site_models
+from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.sgr.watchdog import run_episode
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "snapshots" / "demo"
@@ -232,3 +243,89 @@ def test_llm_agent_needs_its_options(tmp_path: Path, capsys: pytest.CaptureFixtu
     code = main(["sgr", "run", "--agent", "llm", "--pack", str(PACK), "--out", str(tmp_path),
                  "--llm-cache", str(tmp_path / "c.sqlite")])  # fmt: skip
     assert code == 2 and "needs a model" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def world() -> Iterator[tuple[SgrEnv, ScoringTask]]:
+    snapshot = Snapshot.open(PACK)
+    env = SgrEnv(snapshot, site_models(snapshot.manifest.sites), renderer=load_renderer(snapshot))
+    (task,) = load_tasks([demo_tasks(Path(tempfile.mkdtemp()))[0]])[:1]
+    with snapshot:
+        yield env, task
+    env.close()
+
+
+def episode_with(
+    world: tuple[SgrEnv, ScoringTask], tmp_path: Path, script: Any, max_turns: int = 6
+) -> tuple[Episode, dict[str, Any]]:
+    env, task = world
+    settings = LLMAgentSettings(model="tiny-sgr", base_url="", sampling={}, seed=1,
+                                max_turns=max_turns)  # fmt: skip
+    with serve_http(scripted(script)) as url:
+        client = ChatClient(url, "tiny-sgr", cache_path=tmp_path / "c.sqlite", mode="record")
+        agent = LLMAgent(CallMeter(client, load_prices()), settings)
+        try:
+            episode = run_episode(env, agent, env.reset(task))
+        finally:
+            agent.close()
+    extra = agent.episode_extra(task.task_id)["llm"]
+    assert isinstance(extra, dict)
+    return episode, extra
+
+
+def test_malformed_replies_are_counted_and_the_episode_goes_on(
+    world: tuple[SgrEnv, ScoringTask], tmp_path: Path
+) -> None:
+    replies: list[dict[str, Any]] = [
+        {"content": ""},
+        {"content": '<tool_call>{"name": "search", "arguments": {"query": </tool_call>'},
+        {"tool_calls": [{"id": "a", "type": "function",
+                         "function": {"name": "fetch", "arguments": "{not json"}}]},
+        {"tool_calls": [call("search", {"q": "missing the query argument"}, 3)]},
+        {"content": "CWE-1|Name|2006-07-19"},
+    ]  # fmt: skip
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        return replies[sum(m["role"] == "assistant" for m in body["messages"])]
+
+    episode, llm = episode_with(world, tmp_path, script)
+    assert episode.ended_by == "answer" and episode.answer == "CWE-1|Name|2006-07-19"
+    assert llm["answer_source"] == "last message"
+    assert llm["malformed"] == [
+        "turn 1: empty reply", "turn 2: unreadable tool call",
+        "turn 3: fetch: arguments are not a JSON object",
+        "turn 4: search: unknown argument(s) ['q']; takes ['query']",
+    ]  # fmt: skip
+    assert llm["totals"]["malformed_replies"] == 4 and llm["totals"]["calls"] == 5
+    assert episode.tool_calls == 0  # nothing malformed reached the environment
+
+
+def test_turn_limit_ends_the_episode_with_the_last_submission(
+    world: tuple[SgrEnv, ScoringTask], tmp_path: Path
+) -> None:
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        turn = sum(m["role"] == "assistant" for m in body["messages"])
+        if turn == 1:
+            return {"tool_calls": [call("submit_answer", {"answer": "CWE-2|x|y"}, turn)]}
+        return {"tool_calls": [call("search", {"query": f"weakness {turn}"}, turn)]}
+
+    episode, llm = episode_with(world, tmp_path, script, max_turns=4)
+    assert episode.ended_by == "budget: model turns"
+    assert (episode.answer, episode.answer_from) == ("CWE-2|x|y", "submitted")
+    assert llm["totals"]["calls"] == 4 and llm["totals"]["native_tool_calls"] == 4
+    assert [s.tool for s in episode.trajectory] == ["search", "submit_answer", "search",
+                                                    "search"]  # fmt: skip
+
+
+def test_a_replay_miss_inside_an_episode_is_the_run_s_error(
+    world: tuple[SgrEnv, ScoringTask], tmp_path: Path
+) -> None:
+    env, task = world
+    cache = tmp_path / "empty.sqlite"
+    ChatClient("http://127.0.0.1:9", "m", cache_path=cache, mode="record").close()
+    client = ChatClient("http://127.0.0.1:9", "m", cache_path=cache, mode="replay")
+    settings = LLMAgentSettings(model="m", base_url="", sampling={}, seed=None)
+    agent = LLMAgent(CallMeter(client, load_prices()), settings)
+    with pytest.raises(UserError, match=rf"model m, episode {task.task_id}"):
+        run_episode(env, agent, env.reset(task))
+    agent.close()

@@ -8,10 +8,9 @@ URL defaults to that server's (``http://127.0.0.1:8080/v1``, or ``--base-url``).
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from pydantic import BaseModel
 
 from sgrgym.errors import UserError
 
@@ -93,11 +92,14 @@ def add_llm_options(
     return group
 
 
-class LLMOptions(BaseModel):
+@dataclass(frozen=True)
+class LLMOptions:
+    """What the LLM options say (a dataclass: building the command line imports no pydantic)."""
+
     model: str
     base_url: str
-    api_key_env: str = "OPENAI_API_KEY"
     cache: Path
+    api_key_env: str = "OPENAI_API_KEY"
     mode: str = "replay"
     temperature: float | None = 0.0
     top_p: float | None = None

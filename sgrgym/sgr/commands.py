@@ -413,7 +413,7 @@ def _add_llm_run_options(run: argparse.ArgumentParser) -> None:
     """The options of ``sgr run --agent llm`` (the agent CLIs' --base-url, --api-key-env,
     --jobs and --site-ops are shared)."""
     from sgrgym.llm.options import add_llm_options
-    from sgrgym.sgr.llm_agent import (
+    from sgrgym.sgr.llm_limits import (
         DEFAULT_KEEP_RESULTS,
         DEFAULT_MAX_TURNS,
         DEFAULT_RESULT_CHARS,

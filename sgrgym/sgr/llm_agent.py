@@ -57,12 +57,10 @@ from sgrgym.llm.chat import CallRecord, ChatReply
 from sgrgym.llm.toolcalls import ToolCall
 from sgrgym.llm.usage import CallMeter, LLMTotals, add_totals, totals_of
 from sgrgym.sgr.env import BudgetExceeded, Observation, SgrEnv
+from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 from sgrgym.sgr.prompt import task_prompt
 from sgrgym.sgr.run import RunCard
 
-DEFAULT_MAX_TURNS = 30  # ours: the paper bounds runs by time only (appendix C)
-DEFAULT_RESULT_CHARS = 3000  # ours: keeps requests near 2-3k tokens (issue 15)
-DEFAULT_KEEP_RESULTS = 2
 LLM_TOTALS = "llm_totals.json"
 
 NUDGE_EMPTY = "Your reply was empty. Call one of the tools, or reply with the answer rows."
@@ -219,11 +217,12 @@ class LLMAgent:
         submitted = env.submitted_answer()
         if submitted is not None:
             calls.answer_source = "submit_answer"
-            return submitted
-        if final is None:
+        if final is None:  # scored as after any overrun: the last submitted answer
             raise BudgetExceeded(
-                "model turns", f"budget: {self.settings.max_turns} model turns without an answer"
+                "model turns", f"budget: {self.settings.max_turns} model turns without a reply"
             )
+        if submitted is not None:
+            return submitted
         calls.answer_source = "last message"
         return final
 
