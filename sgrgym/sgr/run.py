@@ -8,10 +8,10 @@ Output folder:
 - ``answers.jsonl``: the scorer's predictions (``{"task_id", "answer"}``), one line per
   episode, appended as episodes end, so an interrupted run resumes where it stopped;
 - ``trajectories.jsonl``: per episode, how it ended (``ended_by``: answer, budget: wall,
-  budget: stall, budget: tool calls, budget: model turns (LLM agent), agent error) and which answer was scored
-  (``answer_from``: final, submitted, none), tool calls, the rank of the task's site in the
-  first search, every step (``match``: exact, rule, rendered, miss, error) and the appendix G
-  diagnostics;
+  budget: stall, budget: tool calls, budget: model turns (LLM agent), agent error) and which
+  answer was scored (``answer_from``: final, submitted, none), tool calls, the rank of the
+  task's site in the first search, every step (``match``: exact, rule, rendered, miss,
+  error) and the appendix G diagnostics;
 - ``scores.json``: the scorer's report over all tasks;
 - an agent's own results (:class:`ReportingAgent`): the LLM agent adds each episode's model
   calls, tokens and cost to its trajectory record (``llm``) and writes the run's totals
