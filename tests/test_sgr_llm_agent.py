@@ -168,6 +168,25 @@ def test_llm_episodes_use_both_tool_call_forms_and_the_shared_tools(
     assert "operate(" not in first["messages"][0]["content"]
 
 
+def test_sgr_audit_reads_llm_runs(
+    recorded: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["sgr", "audit", "--json", str(recorded["root"] / "one")]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    assert run["agent"] == "llm" and run["failures"] + run["solved"] == TASKS_TAKEN
+
+
+def test_jobs_change_nothing_for_built_in_agents(tmp_path: Path) -> None:
+    tasks, _ = demo_tasks(tmp_path)
+    for jobs in ("1", "4"):
+        argv = ["sgr", "run", "--agent", "explore", "--pack", str(PACK), "--tasks", str(tasks),
+                "--out", str(tmp_path / jobs), "--jobs", jobs, "--quiet"]  # fmt: skip
+        assert main(argv) == 0
+    for name in ("answers.jsonl", "trajectories.jsonl", "scores.json", "complete.json"):
+        assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "4" / name).read_bytes()
+
+
 def test_tool_results_are_cut_and_old_ones_elided(recorded: dict[str, Any]) -> None:
     for body in recorded["requests"]:
         results = [m for m in body["messages"] if m["role"] == "tool" or (

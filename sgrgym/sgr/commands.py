@@ -582,15 +582,18 @@ def add_commands(areas: Any) -> None:
         "--agent", required=True, type=_agent_name, metavar="AGENT",
         help="oracle (reference path), default (start page only), random (random links), "
         "explore (seeded random operations on every kind of control), search-only (copies "
-        "the best table among the top search hits, no state operation), or cli:NAME (an "
-        "agent CLI: see below)",
+        "the best table among the top search hits, no state operation), llm (a chat model "
+        "calling the tools: see below), or cli:NAME (an agent CLI: see below)",
     )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
         "--tasks", nargs="+", type=Path, metavar="FILE",
         help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
     )  # fmt: skip
-    run.add_argument("--seed", type=int, default=0, help="seed of the random/explore agent")
+    run.add_argument(
+        "--seed", type=int, default=0,
+        help="seed of the random/explore agents, and sent with the LLM agent's requests",
+    )  # fmt: skip
     run.add_argument(
         "--random-steps", type=_positive_int, default=4,
         help="links the random agent follows / operations the explore agent makes",
