@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible model server on 127.0.0.1 for end-to-end tests of agent CLIs.
 
 A real HTTP server (threads, keep-alive) that answers ``POST /v1/chat/completions`` (JSON or
-SSE stream) and ``POST /v1/responses`` (SSE stream) from a script: the n-th reply of the
+SSE stream), ``POST /v1/responses`` (SSE stream) and Anthropic's ``POST /v1/messages`` (JSON or
+SSE stream) from a script: the n-th reply of the
 script is chosen by how many tool results the request's conversation already holds, so the
 same conversation always gets the same reply, whatever side requests a CLI makes. Every
 request body is kept (``requests``) for the test to inspect.
@@ -73,6 +74,8 @@ class ScriptedModel:
                     self._chat(request)
                 elif self.path.endswith("/responses"):
                     self._responses(request)
+                elif self.path.split("?")[0].endswith("/messages"):
+                    self._messages(request)
                 else:
                     self._send(404, "application/json", b'{"error": "not found"}')
 
@@ -211,6 +214,63 @@ class ScriptedModel:
                 events.append(
                     ("response.completed", {"type": "response.completed", "response": response})
                 )
+                self._sse(events)
+
+            def _messages(self, request: dict[str, Any]) -> None:
+                done = sum(
+                    1
+                    for m in request.get("messages", [])
+                    if m.get("role") == "user" and isinstance(m.get("content"), list)
+                    for part in m["content"]
+                    if part.get("type") == "tool_result"
+                )
+                reply = model.script(done, request) if request.get("tools") else Reply("ok")
+                blocks: list[dict[str, Any]] = []
+                if reply.text:
+                    blocks.append({"type": "text", "text": reply.text})
+                for i, c in enumerate(reply.calls):
+                    blocks.append(
+                        {"type": "tool_use", "id": f"toolu_{done}_{i}", "name": c.name,
+                         "input": c.arguments}
+                    )  # fmt: skip
+                stop = "tool_use" if reply.calls else "end_turn"
+                usage = {"input_tokens": 10, "output_tokens": 5}
+                message = {
+                    "id": f"msg_{done}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": request.get("model", "scripted"),
+                    "stop_sequence": None,
+                }
+                if not request.get("stream"):
+                    body = {**message, "content": blocks, "stop_reason": stop, "usage": usage}
+                    self._send(200, "application/json", json.dumps(body).encode())
+                    return
+                start = {**message, "content": [], "stop_reason": None, "usage": usage}
+                events: list[tuple[str | None, dict[str, Any] | str]] = [
+                    ("message_start", {"type": "message_start", "message": start})
+                ]
+                for index, block in enumerate(blocks):
+                    if block["type"] == "text":
+                        opened: dict[str, Any] = {"type": "text", "text": ""}
+                        delta = {"type": "text_delta", "text": block["text"]}
+                    else:
+                        opened = {**block, "input": {}}
+                        delta = {"type": "input_json_delta",
+                                 "partial_json": json.dumps(block["input"])}  # fmt: skip
+                    events += [
+                        ("content_block_start",
+                         {"type": "content_block_start", "index": index, "content_block": opened}),
+                        ("content_block_delta",
+                         {"type": "content_block_delta", "index": index, "delta": delta}),
+                        ("content_block_stop", {"type": "content_block_stop", "index": index}),
+                    ]  # fmt: skip
+                events += [
+                    ("message_delta",
+                     {"type": "message_delta", "delta": {"stop_reason": stop,
+                      "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+                    ("message_stop", {"type": "message_stop"}),
+                ]  # fmt: skip
                 self._sse(events)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -161,6 +161,26 @@ def test_codex_end_to_end(toy: tuple[Path, Path], tmp_path: Path) -> None:
     check_run(tmp_path / "one", "codex")
 
 
+def test_claude_code_end_to_end(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    cli_dir("claude-code")
+    prefix = "mcp__sgrgym__"
+    with ScriptedModel(solve(prefix)) as model:
+        started = time.monotonic()
+        args = run_args("claude-code", model, toy, tmp_path / "one")
+        args[args.index(model.base_url)] = model.base_url.removesuffix("/v1")  # Anthropic's form
+        assert main(args) == 0
+        print(f"claude-code e2e: 2 tasks in {time.monotonic() - started:.1f} s")
+    requests = [r for path, r in model.requests if path.split("?")[0].endswith("/messages")]
+    assert requests and not [p for p, _ in model.requests if p.endswith("/chat/completions")]
+    offered = set()
+    for request in requests:
+        names = {t["name"] for t in request.get("tools", [])}
+        offered |= {n for n in names if n.startswith("mcp__")}
+        assert not names & {"WebSearch", "WebFetch"}  # denied: never offered to the model
+    assert offered == {prefix + name for name in tool_names()}  # exactly our tools
+    check_run(tmp_path / "one", "claude-code")
+
+
 def test_a_stalled_cli_is_stopped_and_its_submitted_answer_scored(
     toy: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -177,13 +197,34 @@ def test_a_stalled_cli_is_stopped_and_its_submitted_answer_scored(
     one_task = write_jsonl(tmp_path / "one.jsonl", [TREES_BY_HEIGHT])
     with ScriptedModel(script) as model:
         args = run_args("qwen-code", model, (pack, one_task), tmp_path / "stall")
-        assert main([*args, "--stall-s", "10"]) == 0  # from the start too: leave time to start
+        assert main([*args, "--stall-s", "30"]) == 0  # from the start too: leave time to start
     record = json.loads((tmp_path / "stall" / "trajectories.jsonl").read_text())
     assert record["ended_by"] == "budget: stall" and record["cli"]["exit"] == "budget: stall"
     assert record["answer_from"] == "submitted"
     assert json.loads((tmp_path / "stall" / "answers.jsonl").read_text())["answer"] == (
         "cedar|tree|40"
     )
+
+
+def test_a_cli_over_the_tool_call_cap_is_stopped(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    cli_dir("qwen-code")
+    prefix = "mcp__sgrgym__"
+
+    def script(done: int, request: dict[str, Any]) -> Reply:
+        if done == 0:
+            return Reply(calls=(ToolCall(f"{prefix}submit_answer", {"answer": "cedar|tree|40"}),))
+        return Reply(calls=(ToolCall(f"{prefix}search", {"query": f"plants {done}"}),))  # forever
+
+    one_task = write_jsonl(tmp_path / "one.jsonl", [TREES_BY_HEIGHT])
+    with ScriptedModel(script) as model:
+        args = run_args("qwen-code", model, (toy[0], one_task), tmp_path / "cap")
+        assert main([*args, "--max-tool-calls", "3"]) == 0
+    record = json.loads((tmp_path / "cap" / "trajectories.jsonl").read_text())
+    assert (
+        record["ended_by"] == "budget: tool calls" and record["cli"]["exit"] == record["ended_by"]
+    )
+    assert record["tool_calls"] == 3 and len(record["steps"]) == 3
+    assert record["answer_from"] == "submitted"
 
 
 @pytest.mark.slow

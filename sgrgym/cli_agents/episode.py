@@ -60,6 +60,7 @@ class LiveEpisode:
     site_ops: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _logged: int = 0
+    _stop_logged: bool = False
 
     def start(self) -> None:
         reference = reference_of(self.task)
@@ -79,6 +80,11 @@ class LiveEpisode:
             except (BudgetExceeded, ToolCallError) as exc:
                 text, is_error = str(exc), True
             self._log(answer)
+            stopped = self.env.stopped
+            if stopped is not None and not self._stop_logged:  # tells the runner to stop the CLI
+                self._stop_logged = True
+                t = round(time.monotonic() - self.env.started, 3)
+                self.folder.append(STEPS, {"t": t, "stopped": stopped.reason})
             return text, is_error
 
     def _log(self, answer: str | None) -> None:
@@ -111,6 +117,7 @@ class LiveLog(BaseModel):
     tool_calls: int = 0
     submitted_answers: int = 0
     target_site_rank: int | None = None
+    stopped: str | None = None  # the budget that ended the episode (e.g. "tool calls")
 
 
 def read_live(folder: Path) -> LiveLog:
@@ -126,6 +133,9 @@ def read_live(folder: Path) -> LiveLog:
             record = json.loads(line)
         except json.JSONDecodeError:
             raise UserError(f"{path} line {number}: not JSON") from None
+        if "stopped" in record:
+            log.stopped = str(record["stopped"])
+            continue
         log.steps.append(record["step"])
         log.tool_calls = int(record["tool_calls"])
         log.submitted_answers = int(record["submitted_answers"])

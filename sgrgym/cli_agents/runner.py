@@ -90,7 +90,7 @@ class Session:
     """What one CLI session left: its episode, how it ended, its transcript."""
 
     episode: Episode
-    exit_reason: str  # exited | budget: wall | budget: stall
+    exit_reason: str  # exited | budget: wall | budget: stall | budget: tool calls
     returncode: int | None
     transcript: Transcript
     extra: dict[str, object] = field(default_factory=dict)
@@ -256,6 +256,9 @@ def _watch(
         if len(log.steps) != steps:
             steps, last_progress = len(log.steps), now
         seen.observe(log, parse_events(lines.snapshot(), settings.profile.transcript_format))
+        if log.stopped is not None:  # the episode refused a call: e.g. over --max-tool-calls
+            _stop(proc)
+            return seen, f"budget: {log.stopped}"
         if now - started >= budget.max_wall_s:
             _stop(proc)
             return seen, "budget: wall"
