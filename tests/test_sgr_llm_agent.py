@@ -348,3 +348,26 @@ def test_a_replay_miss_inside_an_episode_is_the_run_s_error(
     with pytest.raises(UserError, match=rf"model m, episode {task.task_id}"):
         run_episode(env, agent, env.reset(task))
     agent.close()
+
+
+def test_site_operations_only_on_request(world: tuple[SgrEnv, ScoringTask], tmp_path: Path) -> None:
+    env, task = world
+    seen: list[dict[str, Any]] = []
+
+    def script(body: dict[str, Any]) -> dict[str, Any]:
+        seen.append(body)
+        if len(body["messages"]) == 1:
+            home = {"site": "cwe.sgrgym.test", "op": "goto", "value": "http://cwe.sgrgym.test/"}
+            return {"tool_calls": [call("operate", home, 0)]}
+        return {"content": "NONE"}
+
+    settings = LLMAgentSettings(model="m", base_url="", sampling={}, seed=2, site_ops=True)
+    with serve_http(scripted(script)) as url:
+        client = ChatClient(url, "m", cache_path=tmp_path / "c.sqlite", mode="record")
+        agent = LLMAgent(CallMeter(client, load_prices()), settings)
+        episode = run_episode(env, agent, env.reset(task))
+        agent.close()
+    assert "operate" in [t["function"]["name"] for t in seen[0]["tools"]]
+    assert "operate(" in seen[0]["messages"][0]["content"]
+    assert [s.tool for s in episode.trajectory] == ["goto", "answer"]
+    assert "HTTP status 200" in seen[1]["messages"][-1]["content"]
