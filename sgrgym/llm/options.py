@@ -3,19 +3,22 @@ and the one function that turns them into a metered chat client.
 
 ``--llm-model local:NAME`` names a model served by ``sgrgym llm serve --model NAME``: the base
 URL defaults to that server's (``http://127.0.0.1:8080/v1``, or ``--base-url``).
+
+This module imports no pydantic (``sgrgym --help`` stays fast): the options model is
+:class:`sgrgym.llm.settings.LLMOptions`, also reachable here as ``LLMOptions``.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.errors import UserError
 
 if TYPE_CHECKING:
+    from sgrgym.llm.chat import ChatClient
+    from sgrgym.llm.settings import LLMOptions
     from sgrgym.llm.usage import CallMeter
 
 LOCAL_PREFIX = "local:"
@@ -26,8 +29,16 @@ def add_llm_options(
     parser: argparse.ArgumentParser,
     model_flags: tuple[str, ...] = ("--llm-model",),
     temperature: float = 0.0,
+    leave_out: tuple[str, ...] = (),
 ) -> argparse._ArgumentGroup:
-    """The option group (returned, so a command may add its own options to it)."""
+    """The option group (returned, so a command may add its own options to it).
+
+    ``leave_out`` names options a command has no use for, among ``--llm-seed`` (its protocol
+    sets the seeds), ``--prices`` (it reports no cost) and ``--jobs`` (no parallel episodes).
+    """
+    unknown = set(leave_out) - {"--llm-seed", "--prices", "--jobs"}
+    if unknown:
+        raise ValueError(f"add_llm_options cannot leave out {sorted(unknown)}")
     group = parser.add_argument_group("LLM (--agent llm / --estimator llm)")
     group.add_argument(
         *model_flags,
@@ -51,12 +62,13 @@ def add_llm_options(
     )
     group.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
     group.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
-    group.add_argument(
-        "--llm-seed",
-        type=int,
-        metavar="N",
-        help="seed sent with every request (default: the episode's seed)",
-    )
+    if "--llm-seed" not in leave_out:
+        group.add_argument(
+            "--llm-seed",
+            type=int,
+            metavar="N",
+            help="seed sent with every request (default: the episode's seed)",
+        )
     group.add_argument(
         "--llm-cache",
         type=Path,
@@ -69,42 +81,35 @@ def add_llm_options(
         default="replay",
         help="replay (offline, default), record (fill misses), refresh",
     )
-    group.add_argument(
-        "--prices", type=Path, metavar="FILE", help="price table JSON (default: the packaged one)"
-    )
-    group.add_argument(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="episodes run in parallel (default 1; results are identical)",
-    )
+    if "--prices" not in leave_out:
+        group.add_argument(
+            "--prices",
+            type=Path,
+            metavar="FILE",
+            help="price table JSON (default: the packaged one)",
+        )
+    if "--jobs" not in leave_out:
+        group.add_argument(
+            "--jobs",
+            type=int,
+            default=1,
+            metavar="N",
+            help="episodes run in parallel (default 1; results are identical)",
+        )
     return group
 
 
-class LLMOptions(BaseModel):
-    model: str
-    base_url: str
-    api_key_env: str = "OPENAI_API_KEY"
-    cache: Path
-    mode: str = "replay"
-    temperature: float | None = 0.0
-    top_p: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    prices: Path | None = None
+def __getattr__(name: str) -> Any:
+    if name == "LLMOptions":
+        from sgrgym.llm.settings import LLMOptions as Options
 
-    def sampling(self) -> dict[str, float | int]:
-        """The sampling parameters sent with every request (seed apart)."""
-        params = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        return {k: v for k, v in params.items() if v is not None}
+        return Options
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptions:
+    from sgrgym.llm.settings import LLMOptions as Options
+
     model = getattr(args, "llm_model", None)
     if not model:
         raise UserError(f"{what} needs a model: --llm-model NAME (local:NAME for llm serve)")
@@ -117,7 +122,7 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
         raise UserError(f"{what} needs --llm-cache FILE (where model calls are recorded)")
     if getattr(args, "jobs", 1) < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    return LLMOptions(
+    return Options(
         model=model,
         base_url=base_url,
         api_key_env=args.api_key_env,
@@ -131,17 +136,21 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
     )
 
 
-def open_meter(options: LLMOptions) -> CallMeter:
-    from sgrgym.llm.chat import ChatClient
-    from sgrgym.llm.prices import load_prices
-    from sgrgym.llm.usage import CallMeter as Meter
+def open_client(options: LLMOptions) -> ChatClient:
+    """The recorded chat client the options name (every LLM command opens it here)."""
+    from sgrgym.llm.chat import ChatClient as Client
 
-    prices = load_prices(options.prices)
-    client = ChatClient(
+    return Client(
         options.base_url,
         options.model,
         cache_path=options.cache,
         mode=options.mode,
         api_key_env=options.api_key_env,
     )
-    return Meter(client, prices)
+
+
+def open_meter(options: LLMOptions) -> CallMeter:
+    from sgrgym.llm.prices import load_prices
+    from sgrgym.llm.usage import CallMeter as Meter
+
+    return Meter(open_client(options), load_prices(options.prices))
