@@ -269,8 +269,9 @@ def test_eight_parallel_jobs_share_one_cache_and_match_one_job(
 
 @needs_model
 def test_calibrated_stopping_uses_the_estimate_of_the_same_reply(
-    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
     monkeypatch.setenv("SGRGYM_SEEKER_KEY", SECRET)
     handler = scripted(chat_reply)
     with serve_http(handler) as url:
@@ -279,6 +280,11 @@ def test_calibrated_stopping_uses_the_estimate_of_the_same_reply(
         assert main([*args, "--stop-q-hat", "0.1", "--stop-delta", "0.5", "--llm-seed", "7",
                      "--llm-mode", "record", "--queries-per-step", "1"]) == 0  # fmt: skip
         assert main([*args[:-2], "--out", str(tmp_path / "bad"), "--stop-q-hat", "0.1"]) == 2
+        other = [a if a != "llm" else "sentences" for a in args]
+        assert main([*other[:-2], "--out", str(tmp_path / "bad2"), "--llm-estimate"]) == 2
+    err = capsys.readouterr().err
+    assert "calibrated stopping needs both --stop-q-hat Q and --stop-delta D" in err
+    assert "--llm-model, --llm-estimate: only for --agent llm" in err
     assert {b["seed"] for b in handler.received} == {7}
     summary = json.loads((tmp_path / "stop" / "summary.json").read_text())
     card = json.loads((tmp_path / "stop" / "run.json").read_text())

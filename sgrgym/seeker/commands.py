@@ -195,6 +195,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    llm_only = {"--llm-model": args.llm_model, "--llm-estimate": args.llm_estimate,
+                "--stop-q-hat": args.stop_q_hat, "--stop-delta": args.stop_delta,
+                "--prompt": args.prompt}  # fmt: skip
+    given = [flag for flag, value in llm_only.items() if value not in (None, False)]
+    if args.agent != "llm" and given:
+        raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
     env = _env(args, args.theta)
     docs = args.docs or env.store.documents()
     render = belief_renderer(args.belief)
