@@ -9,6 +9,13 @@
   ``replay`` is offline: a miss is a :class:`~sgrgym.errors.UserError` naming the request hash
   and model, raised before any connection is attempted; ``refresh`` sends every request and
   overwrites what was stored.
+- **One writer**: every client of one cache file in a process shares one requests-cache
+  session and one lock (:func:`shared_cache`); reads and writes of the SQLite file go through
+  that lock, the network requests themselves run outside it, so ``--jobs N`` threads send in
+  parallel and never see "database is locked".
+- **Retries**: HTTP 429 and 5xx answers, timeouts and refused connections are retried after
+  the fixed delays :data:`RETRY_DELAYS_S` (no jitter: the schedule is deterministic); every
+  attempt is counted in the :class:`Sent` record. Only a 200 answer is stored.
 """
 
 from __future__ import annotations
@@ -16,6 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -33,6 +44,21 @@ SECRET_HEADERS = (
 )  # fmt: skip
 
 
+RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0)  # ours: 4 retries, 15 s in all
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One POST as the harness saw it: the response bytes and how they were obtained."""
+
+    content: bytes
+    from_cache: bool
+    request_hash: str
+    attempts: int  # network attempts (0 when served from the cache)
+    retried: tuple[str, ...] = ()  # why each failed attempt was retried ("HTTP 429", "timeout")
+
+
 def canonical_body(body: Any) -> bytes:
     """The JSON bytes of ``body`` with sorted keys (UTF-8, no ASCII escaping)."""
     return json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
@@ -45,6 +71,11 @@ def request_hash(method: str, url: str, body: bytes | str | None) -> str:
         normalized = canonical_body(json.loads(raw)) if raw else b""
     except ValueError:
         normalized = raw
+    return canonical_hash(method, url, normalized)
+
+
+def canonical_hash(method: str, url: str, normalized: bytes) -> str:
+    """:func:`request_hash` of a body already in :func:`canonical_body` form (not re-parsed)."""
     digest = hashlib.sha256()
     digest.update(method.upper().encode() + b"\n" + url.encode("utf-8") + b"\n")
     digest.update(normalized)
@@ -74,21 +105,76 @@ def check_mode(mode: str, what: str) -> Mode:
     return mode
 
 
+class _SharedCache:
+    """One requests-cache session per SQLite file and process, and the lock that serializes
+    its use (the single cache writer)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+_SHARED: dict[tuple[str, bool], _SharedCache] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _open_cache(path: Path, read_only: bool, what: str) -> Any:
+    try:
+        import requests_cache
+    except ImportError:
+        raise UserError(f"the {what} client needs requests-cache: pip install "
+                        "'sgrgym[seeker]'") from None  # fmt: skip
+    return requests_cache.CachedSession(
+        cache_name=str(path), backend="sqlite", serializer="json",
+        allowable_methods=("POST",), allowable_codes=(200,),
+        expire_after=requests_cache.NEVER_EXPIRE, cache_control=False,
+        ignored_parameters=SECRET_HEADERS, key_fn=_key_fn,
+        only_if_cached=read_only, read_only=read_only,
+    )  # fmt: skip
+
+
+def shared_cache(path: Path, read_only: bool, what: str) -> _SharedCache:
+    """The process's one session for ``path`` (opened on first use, counted per user)."""
+    key = (str(path.resolve()), read_only)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        if shared is None:
+            shared = _SHARED[key] = _SharedCache(_open_cache(path, read_only, what))
+        shared.users += 1
+        return shared
+
+
+def _release(path: Path, read_only: bool) -> None:
+    key = (str(path.resolve()), read_only)
+    with _SHARED_LOCK:
+        shared = _SHARED.get(key)
+        if shared is None:
+            return
+        shared.users -= 1
+        if shared.users <= 0:
+            shared.session.close()
+            del _SHARED[key]
+
+
 class RecordedPost(Closing):
     """JSON POSTs to one endpoint through a requests-cache SQLite file.
 
     ``api_key_env`` names the environment variable holding the API key; recording from a
-    non-loopback URL without it is refused (a loopback server needs no key).
+    non-loopback URL without it is refused (a loopback server needs no key). ``sleep`` is
+    what waits between retries (a test passes a recorder).
     """
 
     def __init__(
         self, url: str, cache_path: Path, *, mode: str = "replay",
         api_key_env: str = "OPENAI_API_KEY", what: str = "request", timeout_s: float = 300.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:  # fmt: skip
         self.mode = check_mode(mode, what)
         self.url = url
         self.what = what
         self.timeout_s = timeout_s
+        self.sleep = sleep
         self.cache_path = sqlite_path(Path(cache_path))
         self.api_key_env = api_key_env
         if self.mode == "replay" and not self.cache_path.is_file():
@@ -99,21 +185,14 @@ class RecordedPost(Closing):
             if not os.environ.get(api_key_env) and not is_loopback_url(url):
                 raise UserError(f"set {api_key_env} to record from {url}")
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        self._session = self._open_session()
+        self._read_only = self.mode == "replay"
+        self._shared = shared_cache(self.cache_path, self._read_only, what)
+        self._closed = False
+        self._http: requests.Session | None = None
 
-    def _open_session(self) -> requests.Session:
-        try:
-            import requests_cache
-        except ImportError:
-            raise UserError(f"the {self.what} client needs requests-cache: pip install "
-                            "'sgrgym[seeker]'") from None  # fmt: skip
-        return requests_cache.CachedSession(
-            cache_name=str(self.cache_path), backend="sqlite", serializer="json",
-            allowable_methods=("POST",), allowable_codes=(200,),
-            expire_after=requests_cache.NEVER_EXPIRE, cache_control=False,
-            ignored_parameters=SECRET_HEADERS, key_fn=_key_fn,
-            only_if_cached=self.mode == "replay", read_only=self.mode == "replay",
-        )  # fmt: skip
+    @property
+    def _session(self) -> Any:
+        return self._shared.session
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -122,43 +201,88 @@ class RecordedPost(Closing):
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
+    def key(self, body: Any) -> str:
+        """The request hash (cache key) of a JSON ``body``."""
+        return request_hash("POST", self.url, canonical_body(body))
+
     def contains(self, body: Any) -> bool:
         """Whether the cache holds the response to ``body``."""
-        key = request_hash("POST", self.url, canonical_body(body))
-        return bool(self._session.cache.contains(key))  # type: ignore[attr-defined]
+        with self._shared.lock:
+            return bool(self._session.cache.contains(self.key(body)))
+
+    def lookup(self, key: str) -> bytes | None:
+        """The stored response bytes for a request hash (None when absent)."""
+        with self._shared.lock:
+            cached = self._session.cache.get_response(key)
+        return None if cached is None else bytes(cached.content)
+
+    def miss_error(self, key: str, label: str) -> UserError:
+        return UserError(
+            f"{self.what} not in the cache {self.cache_path} (request {key}, {label}): "
+            "record it first (mode record), or replay with the inputs it was recorded with"
+        )
 
     def post(self, body: Any, *, label: str) -> tuple[bytes, bool, str]:
-        """(response bytes, served from the cache, request hash) for a JSON ``body``.
+        """(response bytes, served from the cache, request hash) for a JSON ``body``."""
+        sent = self.send(body, label=label)
+        return sent.content, sent.from_cache, sent.request_hash
 
-        ``label`` names the request in errors (e.g. the model). A replay miss raises before
+    def send(self, body: Any, *, label: str) -> Sent:
+        """The response to a JSON ``body``: from the cache, or sent (with retries) and stored.
+
+        ``label`` names the request in errors (model, episode). A replay miss raises before
         any connection is attempted.
         """
+        data = canonical_body(body)
+        key = canonical_hash("POST", self.url, data)
+        if self.mode != "refresh":
+            stored = self.lookup(key)
+            if stored is not None:
+                return Sent(stored, True, key, 0)
+        if self.mode == "replay":
+            raise self.miss_error(key, label)
+        response, attempts, retried = self._send(data, label)
+        with self._shared.lock:
+            self._session.cache.save_response(response, cache_key=key)
+        return Sent(response.content, False, key, attempts, retried)
+
+    def _send(self, data: bytes, label: str) -> tuple[requests.Response, int, tuple[str, ...]]:
         import requests
 
-        data = canonical_body(body)
-        key = request_hash("POST", self.url, data)
-        if self.mode == "replay" and not self._session.cache.contains(key):  # type: ignore[attr-defined]
-            raise UserError(
-                f"{self.what} not in the cache {self.cache_path} (request {key}, {label}): "
-                "record it first (mode record), or replay with the inputs it was recorded with"
-            )
-        try:
-            response = self._session.post(
-                self.url, data=data, headers=self._headers(), timeout=self.timeout_s,
-                force_refresh=self.mode == "refresh",  # type: ignore[call-arg]
-            )  # fmt: skip
-        except requests.RequestException as exc:
-            raise UserError(f"{self.what} to {self.url} failed: {exc}") from None
-        from_cache = bool(getattr(response, "from_cache", False))
-        if self.mode == "replay" and (not from_cache or response.status_code == 504):
-            raise UserError(f"{self.what} not in the cache {self.cache_path} (request {key}, "
-                            f"{label})")  # fmt: skip
-        if response.status_code != 200:
-            raise UserError(
-                f"{self.what} to {self.url} failed: HTTP {response.status_code}: "
-                f"{response.text[:300]}"
-            )
-        return response.content, from_cache, key
+        if self._http is None:
+            self._http = requests.Session()
+        retried: list[str] = []
+        for attempt in range(len(RETRY_DELAYS_S) + 1):
+            try:
+                response = self._http.post(
+                    self.url, data=data, headers=self._headers(), timeout=self.timeout_s
+                )
+            except requests.Timeout:
+                reason = "timeout"
+            except requests.ConnectionError as exc:
+                reason = f"connection error: {type(exc).__name__}"
+            except requests.RequestException as exc:
+                raise UserError(f"{self.what} to {self.url} failed ({label}): {exc}") from None
+            else:
+                if response.status_code == 200:
+                    return response, attempt + 1, tuple(retried)
+                reason = f"HTTP {response.status_code}"
+                if response.status_code not in RETRY_STATUSES:
+                    raise UserError(f"{self.what} to {self.url} failed ({label}): {reason}: "
+                                    f"{response.text[:300]}")  # fmt: skip
+            if attempt == len(RETRY_DELAYS_S):
+                break
+            retried.append(reason)
+            self.sleep(RETRY_DELAYS_S[attempt])
+        raise UserError(
+            f"{self.what} to {self.url} failed ({label}) after {len(RETRY_DELAYS_S) + 1} "
+            f"attempts: {', '.join([*retried, reason])}"
+        )
 
     def close(self) -> None:
-        self._session.close()
+        if self._closed:
+            return
+        self._closed = True
+        if self._http is not None:
+            self._http.close()
+        _release(self.cache_path, self._read_only)
