@@ -71,6 +71,11 @@ def request_hash(method: str, url: str, body: bytes | str | None) -> str:
         normalized = canonical_body(json.loads(raw)) if raw else b""
     except ValueError:
         normalized = raw
+    return canonical_hash(method, url, normalized)
+
+
+def canonical_hash(method: str, url: str, normalized: bytes) -> str:
+    """:func:`request_hash` of a body already in :func:`canonical_body` form (not re-parsed)."""
     digest = hashlib.sha256()
     digest.update(method.upper().encode() + b"\n" + url.encode("utf-8") + b"\n")
     digest.update(normalized)
@@ -229,7 +234,7 @@ class RecordedPost(Closing):
         any connection is attempted.
         """
         data = canonical_body(body)
-        key = request_hash("POST", self.url, data)
+        key = canonical_hash("POST", self.url, data)
         if self.mode != "refresh":
             stored = self.lookup(key)
             if stored is not None:

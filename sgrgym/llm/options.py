@@ -3,18 +3,22 @@ and the one function that turns them into a metered chat client.
 
 ``--llm-model local:NAME`` names a model served by ``sgrgym llm serve --model NAME``: the base
 URL defaults to that server's (``http://127.0.0.1:8080/v1``, or ``--base-url``).
+
+This module imports no pydantic (``sgrgym --help`` stays fast): the options model is
+:class:`sgrgym.llm.settings.LLMOptions`, also reachable here as ``LLMOptions``.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sgrgym.errors import UserError
 
 if TYPE_CHECKING:
+    from sgrgym.llm.chat import ChatClient
+    from sgrgym.llm.settings import LLMOptions
     from sgrgym.llm.usage import CallMeter
 
 LOCAL_PREFIX = "local:"
@@ -25,99 +29,94 @@ def add_llm_options(
     parser: argparse.ArgumentParser,
     model_flags: tuple[str, ...] = ("--llm-model",),
     temperature: float = 0.0,
-    omit: tuple[str, ...] = (),
+    leave_out: tuple[str, ...] = (),
     description: str | None = None,
 ) -> argparse._ArgumentGroup:
     """The option group (returned, so a command may add its own options to it).
 
-    ``omit``: flags the command already has with the same meaning (``sgr run`` shares
-    ``--base-url``, ``--api-key-env`` and ``--jobs`` with its agent CLI options).
+    ``leave_out`` names options a command has no use for, among ``--llm-seed`` (its protocol
+    sets the seeds), ``--prices`` (it reports no cost) and ``--jobs`` (no parallel episodes),
+    or already has with the same meaning: ``--base-url``, ``--api-key-env`` and ``--jobs``
+    (``sgr run`` shares them with its agent CLI options; an unset ``--api-key-env`` then
+    means ``OPENAI_API_KEY``).
     """
+    allowed = {"--llm-seed", "--prices", "--jobs", "--base-url", "--api-key-env"}
+    unknown = set(leave_out) - allowed
+    if unknown:
+        raise ValueError(f"add_llm_options cannot leave out {sorted(unknown)}")
     group = parser.add_argument_group("LLM (--agent llm / --estimator llm)", description)
-
-    def option(*flags: str, **kwargs: Any) -> None:
-        if not set(flags) & set(omit):
-            group.add_argument(*flags, **kwargs)
-
-    option(
+    group.add_argument(
         *model_flags,
         dest="llm_model",
         metavar="NAME",
         help="chat model name; local:NAME uses `sgrgym llm serve`",
     )
-    option("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
-    option(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="VAR",
-        help="environment variable holding the API key (never stored)",
-    )
-    option(
+    if "--base-url" not in leave_out:
+        group.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
+    if "--api-key-env" not in leave_out:
+        group.add_argument(
+            "--api-key-env",
+            default="OPENAI_API_KEY",
+            metavar="VAR",
+            help="environment variable holding the API key (never stored)",
+        )
+    group.add_argument(
         "--temperature",
         type=float,
         default=temperature,
         metavar="T",
         help="sampling temperature (default %(default)s: ours, the papers give none)",
     )
-    option("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
-    option("--max-tokens", type=int, metavar="N", help="reply length limit")
-    option(
-        "--llm-seed",
-        type=int,
-        metavar="N",
-        help="seed sent with every request (default: the episode's seed)",
-    )
-    option(
+    group.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
+    group.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
+    if "--llm-seed" not in leave_out:
+        group.add_argument(
+            "--llm-seed",
+            type=int,
+            metavar="N",
+            help="seed sent with every request (default: the episode's seed)",
+        )
+    group.add_argument(
         "--llm-cache",
         type=Path,
         metavar="FILE",
         help="recorded chat completions (requests-cache SQLite)",
     )
-    option(
+    group.add_argument(
         "--llm-mode",
         choices=["record", "replay", "refresh"],
         default="replay",
         help="replay (offline, default), record (fill misses), refresh",
     )
-    option(
-        "--prices", type=Path, metavar="FILE", help="price table JSON (default: the packaged one)"
-    )
-    option(
-        "--jobs",
-        type=int,
-        default=1,
-        metavar="N",
-        help="episodes run in parallel (default 1; results are identical)",
-    )
+    if "--prices" not in leave_out:
+        group.add_argument(
+            "--prices",
+            type=Path,
+            metavar="FILE",
+            help="price table JSON (default: the packaged one)",
+        )
+    if "--jobs" not in leave_out:
+        group.add_argument(
+            "--jobs",
+            type=int,
+            default=1,
+            metavar="N",
+            help="episodes run in parallel (default 1; results are identical)",
+        )
     return group
 
 
-@dataclass(frozen=True)
-class LLMOptions:
-    """What the LLM options say (a dataclass: building the command line imports no pydantic)."""
+def __getattr__(name: str) -> Any:
+    if name == "LLMOptions":
+        from sgrgym.llm.settings import LLMOptions as Options
 
-    model: str
-    base_url: str
-    cache: Path
-    api_key_env: str = "OPENAI_API_KEY"
-    mode: str = "replay"
-    temperature: float | None = 0.0
-    top_p: float | None = None
-    max_tokens: int | None = None
-    seed: int | None = None
-    prices: Path | None = None
-
-    def sampling(self) -> dict[str, float | int]:
-        """The sampling parameters sent with every request (seed apart)."""
-        params = {
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "max_tokens": self.max_tokens,
-        }
-        return {k: v for k, v in params.items() if v is not None}
+        return Options
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptions:
+    from sgrgym.llm.settings import LLMOptions as Options
+
     model = getattr(args, "llm_model", None)
     if not model:
         raise UserError(f"{what} needs a model: --llm-model NAME (local:NAME for llm serve)")
@@ -130,7 +129,7 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
         raise UserError(f"{what} needs --llm-cache FILE (where model calls are recorded)")
     if getattr(args, "jobs", 1) < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    return LLMOptions(
+    return Options(
         model=model,
         base_url=base_url,
         api_key_env=args.api_key_env or "OPENAI_API_KEY",
@@ -144,17 +143,21 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
     )
 
 
-def open_meter(options: LLMOptions) -> CallMeter:
-    from sgrgym.llm.chat import ChatClient
-    from sgrgym.llm.prices import load_prices
-    from sgrgym.llm.usage import CallMeter as Meter
+def open_client(options: LLMOptions) -> ChatClient:
+    """The recorded chat client the options name (every LLM command opens it here)."""
+    from sgrgym.llm.chat import ChatClient as Client
 
-    prices = load_prices(options.prices)
-    client = ChatClient(
+    return Client(
         options.base_url,
         options.model,
         cache_path=options.cache,
         mode=options.mode,
         api_key_env=options.api_key_env,
     )
-    return Meter(client, prices)
+
+
+def open_meter(options: LLMOptions) -> CallMeter:
+    from sgrgym.llm.prices import load_prices
+    from sgrgym.llm.usage import CallMeter as Meter
+
+    return Meter(open_client(options), load_prices(options.prices))

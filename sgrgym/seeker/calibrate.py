@@ -81,6 +81,7 @@ from sgrgym import __version__
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
 from sgrgym.inputs import read_bytes
+from sgrgym.llm.settings import LLMOptions as ChatOptions
 from sgrgym.report.output import jsonl_line
 from sgrgym.report.table import format_table
 from sgrgym.runs.folder import open_run_folder
@@ -923,18 +924,13 @@ def calibration_folder(options: CalibrateOptions) -> Iterator[Callable[[], None]
 # The `sgrgym seeker calibrate` pipeline
 
 
-class LLMOptions(BaseModel):
-    """The chat model behind ``--estimator llm`` (through :mod:`sgrgym.llm.chat`)."""
+class LLMOptions(ChatOptions):
+    """The chat model behind ``--estimator llm``: the shared ``--llm-*`` options
+    (:mod:`sgrgym.llm.options`) and the estimator's prompt file."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str
-    base_url: str
-    cache: Path
-    mode: str = "replay"
-    api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
-    max_tokens: int | None = Field(default=None, ge=1)
     prompt: Path | None = None  # None: the packaged completeness-v1 prompt
 
 
@@ -970,14 +966,12 @@ class CalibrateOptions(BaseModel):
 
 def make_llm_estimator(options: LLMOptions) -> LLMEstimator:
     """The LLM estimator over a recorded chat client."""
-    from sgrgym.llm.chat import ChatClient
+    from sgrgym.llm.options import open_client
 
     template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)
-    client = ChatClient(options.base_url, options.model, cache_path=options.cache,
-                        mode=options.mode, api_key_env=options.api_key_env)  # fmt: skip
-    params = {"max_tokens": options.max_tokens} if options.max_tokens else {}
-    return LLMEstimator(client, template=template, temperature=options.temperature,
-                        params=params)  # fmt: skip
+    params = {k: v for k, v in options.sampling().items() if k != "temperature"}
+    return LLMEstimator(open_client(options), template=template,
+                        temperature=options.temperature, params=params)  # fmt: skip
 
 
 def open_embedder(model: str, query_cache: Path | None) -> CachedEmbedder:

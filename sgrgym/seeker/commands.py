@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sgrgym.llm.options import add_llm_options
 from sgrgym.report.output import progress, progress_bar, write_json
 
 DEMO = "demo"
@@ -166,17 +167,57 @@ def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
     return SeekerEnv(corpus, store, embedder.embed, theta, args.steps)
 
 
+def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
+    """The LLM agent of ``--agent llm`` over a metered, recorded chat client."""
+    from sgrgym.errors import UserError
+    from sgrgym.llm.options import llm_options, open_meter
+    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
+
+    options = llm_options(args)
+    if (args.stop_q_hat is None) != (args.stop_delta is None):
+        raise UserError("calibrated stopping needs both --stop-q-hat Q and --stop-delta D")
+    if args.queries_per_step is not None and args.queries_per_step < 1:
+        raise UserError(f"--queries-per-step must be at least 1, got {args.queries_per_step}")
+    settings = LLMAgentSettings(
+        queries_per_step=args.queries_per_step or DEFAULT_QUERIES,
+        estimate=args.llm_estimate or args.stop_q_hat is not None, q_hat=args.stop_q_hat,
+        delta=args.stop_delta, seed=options.seed, sampling=options.sampling(),
+        prompt=args.prompt,
+    )  # fmt: skip
+    return LLMSeekerAgent(open_meter(options), render, settings)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
     from sgrgym.seeker.agents import make_agent
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
 
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    llm_only = {"--llm-model": args.llm_model, "--llm-estimate": args.llm_estimate,
+                "--stop-q-hat": args.stop_q_hat, "--stop-delta": args.stop_delta,
+                "--prompt": args.prompt}  # fmt: skip
+    given = [flag for flag, value in llm_only.items() if value not in (None, False)]
+    if args.agent != "llm" and given:
+        raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
     env = _env(args, args.theta)
     docs = args.docs or env.store.documents()
-    summary = run_seeker(
-        env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
-        args.belief, docs, args.seeds, args.out, None if args.quiet else progress_bar,
-    )  # fmt: skip
+    render = belief_renderer(args.belief)
+    llm = _llm_agent(args, render) if args.agent == "llm" else None
+    agent = llm or make_agent(args.agent, args.queries_per_step)
+    if llm is not None and llm.settings.stopping:
+        env.stop_rule = llm.stop_rule
+    try:
+        summary = run_seeker(
+            env, agent, render, args.belief, docs, args.seeds, args.out,
+            None if args.quiet else progress_bar, jobs=args.jobs,
+        )  # fmt: skip
+    finally:
+        if llm is not None:
+            if args.out.is_dir():
+                llm.meter.write_log(args.out)  # the mode and cache hits: the log, not a result
+            llm.meter.client.close()
     if args.json:
         write_json(summary.model_dump_json())
     else:
@@ -188,6 +229,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
         print(f"\ncompleteness by step (%): {curve}")
         print(f"query diversity {summary.query_diversity:.3f}; episodes in {args.out}/")
+        if summary.llm is not None:
+            t = summary.llm
+            print(f"LLM: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
+                  f"completion tokens, ${t.cost_usd:.6f} ({t.unpriced_calls} unpriced), "
+                  f"{t.malformed_replies} malformed replies")  # fmt: skip
         print(summary.theta_note)
     return 0
 
@@ -282,16 +328,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     try:
         llm = None
-        if "llm" in args.estimator and args.llm_model:
-            from sgrgym.errors import UserError
+        if "llm" in args.estimator:
+            from sgrgym.llm.options import llm_options
 
-            if not args.base_url or not args.llm_cache:
-                raise UserError("--estimator llm needs --base-url URL and --llm-cache FILE")
-            llm = LLMOptions(
-                model=args.llm_model, base_url=args.base_url, cache=args.llm_cache,
-                mode=args.llm_mode, api_key_env=args.api_key_env, temperature=args.temperature,
-                max_tokens=args.max_tokens, prompt=args.prompt,
-            )  # fmt: skip
+            chat = llm_options(args, "--estimator llm")
+            llm = LLMOptions(**chat.model_dump(), prompt=args.prompt)
         options = CalibrateOptions(
             corpus_file=args.corpus_file or corpus_path(args.corpus),
             store_dir=args.store or store_path(args.corpus, args.model),
@@ -335,7 +376,8 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--query-cache", type=Path, metavar="FILE",
                         help="persistent query-vector cache (SQLite)")  # fmt: skip
     parser.add_argument("--agent", default="sentences",
-                        help="sentences | phrases | oracle-text (default: sentences)")  # fmt: skip
+                        help="sentences | phrases | oracle-text | llm (run only; default: "
+                        "sentences)")  # fmt: skip
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
     parser.add_argument(
         "--steps", type=int, default=10, help="horizon M (default: 10; ours: the paper gives none)"
@@ -344,7 +386,7 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
         "--queries-per-step",
         type=int,
         metavar="K",
-        help="queries per step (default: 2 sentences, 4 phrases; ours)",
+        help="queries per step (default: 2 sentences, 4 phrases, 3 llm; ours)",
     )
     parser.add_argument("--seeds", type=int, default=1, help="episodes per document")
     parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
@@ -428,6 +470,17 @@ def add_commands(areas: Any) -> None:
     )  # fmt: skip
     _common(run)
     run.add_argument("--theta", type=float, help="override the store's θ")
+    llm_run = add_llm_options(run)
+    llm_run.add_argument("--llm-estimate", action="store_true",
+                         help="also ask for a completeness estimate ĉ each step")  # fmt: skip
+    llm_run.add_argument("--stop-q-hat", type=float, metavar="Q",
+                         help="calibrated stopping: q̂ from `seeker calibrate` (with "
+                         "--stop-delta; implies --llm-estimate)")  # fmt: skip
+    llm_run.add_argument("--stop-delta", type=float, metavar="D",
+                         help="stop after the step where ĉ - q̂ >= D (figure 2d)")  # fmt: skip
+    llm_run.add_argument("--prompt", type=Path, metavar="FILE",
+                         help="prompt file (default: the packaged queries-v1, or "
+                         "queries-estimate-v1 with ĉ)")  # fmt: skip
     run.set_defaults(handler=cmd_run)
 
     sweep = cmds.add_parser("sweep-theta", help="completeness per step for several θ values")
@@ -472,24 +525,7 @@ def add_commands(areas: Any) -> None:
                            default=["constant", "abstract-coverage", "visible-count"],
                            help="constant | abstract-coverage | visible-count | llm (default: "
                            "the three offline ones)")  # fmt: skip
-    llm = calibrate.add_argument_group("LLM estimator (--estimator llm)")
-    llm.add_argument("--llm-model", metavar="NAME", help="chat model name (--model names the "
-                     "embedder)")  # fmt: skip
-    llm.add_argument("--base-url", metavar="URL", help="OpenAI-compatible API base URL")
-    llm.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                     help="environment variable holding the API key (never stored)")  # fmt: skip
-    llm.add_argument(
-        "--temperature",
-        type=float,
-        default=0.0,
-        metavar="T",
-        help="sampling temperature (default 0: ours, the paper gives none)",
-    )
-    llm.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
-    llm.add_argument("--llm-cache", type=Path, metavar="FILE",
-                     help="recorded chat completions (requests-cache SQLite)")  # fmt: skip
-    llm.add_argument("--llm-mode", choices=["record", "replay", "refresh"], default="replay",
-                     help="replay (offline, default), record (fill misses), refresh")  # fmt: skip
+    llm = add_llm_options(calibrate, leave_out=("--llm-seed", "--prices", "--jobs"))
     llm.add_argument("--prompt", type=Path, metavar="FILE",
                      help="prompt file (default: the packaged completeness-v1)")  # fmt: skip
     calibrate.add_argument("--estimate-belief", default="dedup-hidden-ids",

@@ -38,7 +38,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -220,9 +220,18 @@ class PromptTemplate(BaseModel):
 
     def messages(self, belief: VisibleBelief) -> list[dict[str, str]]:
         """The chat messages for ``belief`` (no format-string parsing: braces stay as they are)."""
+        return self.fill(belief.text)
+
+    def fill(self, belief: str, slots: Mapping[str, str] | None = None) -> list[dict[str, str]]:
+        """The chat messages with the rendered ``belief`` and any other ``{name}`` slots filled
+        (each by plain replacement, the belief last, so its text is never read as a slot)."""
+        system, user = self.system, self.user
+        for name, value in (slots or {}).items():
+            system = system.replace("{" + name + "}", value)
+            user = user.replace("{" + name + "}", value)
         return [
-            {"role": "system", "content": self.system},
-            {"role": "user", "content": self.user.replace(BELIEF_SLOT, belief.text)},
+            {"role": "system", "content": system},
+            {"role": "user", "content": user.replace(BELIEF_SLOT, belief)},
         ]
 
     @property

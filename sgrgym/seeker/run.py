@@ -5,27 +5,38 @@ completeness overall and per topic cluster, query diversity (1 - max cosine to t
 episode's earlier queries) and the belief's context length per step (tokens ≈ chars / 4).
 ``episodes.jsonl`` gets one line per (document, seed) as episodes end; ``summary.json``
 the aggregates; ``run.json`` the run card and ``complete.json`` the end marker. An interrupted
-run resumes. Same inputs and seeds give byte-identical files.
+run resumes. Same inputs and seeds give byte-identical files, with any ``jobs``: episodes run
+in parallel threads (each on its own copy of the env's episode state) and are written in the
+order a single job writes them.
+
+An agent that keeps facts about its episodes (:class:`RecordingAgent`: the LLM agent's calls,
+tokens and cost) adds them to each episode record (``llm``), its own part to the run card and
+the run's totals (the sum of the episodes') to the summary. An episode that stops early
+(calibrated stopping) keeps its final completeness for the remaining steps of the curves.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import random
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
 
 from sgrgym import __version__
+from sgrgym.llm.usage import LLMTotals, add_totals
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
-from sgrgym.seeker.env import SeekerEnv
+from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.retrieval import query_diversity
 from sgrgym.seeker.store import theta_note
 
@@ -46,6 +57,20 @@ class SeekerSummary(BaseModel):
     completeness_by_step: list[float]
     query_diversity: float
     belief_tokens_by_step: list[float]
+    llm: LLMTotals | None = None  # an LLM agent's run totals (the sum of its episodes')
+
+
+@runtime_checkable
+class RecordingAgent(Protocol):
+    """An agent with its own run-card part and a record of each episode (an LLM agent)."""
+
+    name: str
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]: ...
+
+    def card(self) -> dict[str, Any]: ...
+
+    def episode_llm(self, state: EpisodeState) -> dict[str, Any]: ...
 
 
 def episode_seed(seed: int, doc_id: str) -> int:
@@ -68,7 +93,7 @@ def run_episode(
         env.step(agent.queries(state, belief, rng))
     vectors = [v for v in state.query_vectors if len(v)]
     diversity = query_diversity(np.concatenate(vectors)) if vectors else []
-    return {
+    record = {
         "doc_id": doc_id,
         "topic": state.document.topic,
         "seed": seed,
@@ -82,6 +107,14 @@ def run_episode(
         "query_diversity": [round(d, 6) for d in diversity],
         "belief_tokens": belief_tokens,
     }
+    if isinstance(agent, RecordingAgent):
+        record["llm"] = agent.episode_llm(state)
+    return record
+
+
+def _at(values: Sequence[Any], step: int) -> Any:
+    """The value at ``step``, or the last one for an episode that stopped before it."""
+    return values[min(step, len(values) - 1)]
 
 
 def summarize(
@@ -98,12 +131,14 @@ def summarize(
         final_completeness=round(mean(e["final_completeness"] for e in episodes), 6),
         final_completeness_by_topic={t: round(mean(v), 6) for t, v in sorted(topics.items())},
         completeness_by_step=[
-            round(mean(e["completeness"][i] for e in episodes), 6) for i in range(steps)
+            round(mean(_at(e["completeness"], i) for e in episodes), 6) for i in range(steps)
         ],
         query_diversity=round(mean(diversity), 6) if diversity else 1.0,
         belief_tokens_by_step=[
-            round(mean(e["belief_tokens"][i] for e in episodes), 3) for i in range(steps)
+            round(mean(_at(e["belief_tokens"], i) for e in episodes), 3) for i in range(steps)
         ],
+        llm=add_totals([LLMTotals(**e["llm"]["totals"]) for e in episodes])
+        if any("llm" in e for e in episodes) else None,
     )  # fmt: skip
 
 
@@ -123,6 +158,13 @@ class SeekerRunCard(BaseModel):
     sgrgym_version: str = __version__
 
 
+class SeekerLLMRunCard(SeekerRunCard):
+    """The card of a run whose agent records its episodes: the agent's part (model, sampling,
+    seed rule, prompt and price sha256), never the cache mode or the cache's path."""
+
+    llm: dict[str, Any]
+
+
 EPISODES = "episodes.jsonl"
 SUMMARY = "summary.json"
 
@@ -130,12 +172,39 @@ SUMMARY = "summary.json"
 def seeker_run_card(
     env: SeekerEnv, agent: SeekerAgent, belief: str, doc_ids: Sequence[str], seeds: int
 ) -> SeekerRunCard:
-    return SeekerRunCard(
+    card = SeekerRunCard(
         corpus=env.corpus.name, corpus_sha256=corpus_sha256(env.corpus),
         store_vectors_sha256=env.store.manifest.vectors_sha256,
         model_id=env.store.manifest.model_id, agent=agent.name, belief=belief,
         steps=env.horizon, seeds=seeds, theta=env.theta, docs=list(doc_ids),
     )  # fmt: skip
+    if isinstance(agent, RecordingAgent):
+        return SeekerLLMRunCard(**card.model_dump(), llm=agent.card())
+    return card
+
+
+def _episodes(
+    env: SeekerEnv, agent: SeekerAgent, render: Renderer, todo: list[tuple[int, str]], jobs: int
+) -> Iterator[dict[str, Any]]:
+    """The episodes of ``todo`` in order; with ``jobs`` > 1 run by that many threads, each on
+    its own shallow copy of ``env`` (the corpus, store, embedder and stop rule are shared and
+    thread-safe; only the episode state is per copy)."""
+    if jobs <= 1:
+        for seed, doc_id in todo:
+            yield run_episode(env, agent, render, doc_id, seed)
+        return
+    local = threading.local()
+
+    def one(item: tuple[int, str]) -> dict[str, Any]:
+        if not hasattr(local, "env"):
+            local.env = copy.copy(env)
+        return run_episode(local.env, agent, render, item[1], item[0])
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="episode")
+    try:
+        yield from pool.map(one, todo)
+    finally:  # after an error, the episodes not yet started are never started
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def run_seeker(
@@ -147,6 +216,7 @@ def run_seeker(
     seeds: int,
     out_dir: Path,
     progress: Progress | None = None,
+    jobs: int = 1,
 ) -> SeekerSummary:
     """Every (document, seed) episode; writes episodes.jsonl and summary.json to ``out_dir``.
 
@@ -158,20 +228,17 @@ def run_seeker(
     with open_run_folder(out_dir, card, finals=(SUMMARY,)) as folder:
         episodes = folder.records(EPISODES)
         done = {(e["seed"], e["doc_id"]) for e in episodes if isinstance(e, dict)}
-        for seed in range(seeds):
-            for doc_id in doc_ids:
-                if (seed, doc_id) in done:
-                    continue
-                episode = run_episode(env, agent, render, doc_id, seed)
-                folder.append(EPISODES, episode)
-                episodes.append(episode)
-                if progress:
-                    progress(
-                        len(episodes), total, f"{doc_id} c={episode['final_completeness']:.2f}"
-                    )
+        todo = [(s, d) for s in range(seeds) for d in doc_ids if (s, d) not in done]
+        for episode in _episodes(env, agent, render, todo, jobs):
+            folder.append(EPISODES, episode)
+            episodes.append(episode)
+            if progress:
+                doc_id, final = episode["doc_id"], episode["final_completeness"]
+                progress(len(episodes), total, f"{doc_id} c={final:.2f}")
         summary = summarize(
             episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
         ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
-        folder.write_final(SUMMARY, summary.model_dump_json(indent=2) + "\n")
+        text = summary.model_dump_json(indent=2, exclude_none=True)  # no "llm": null
+        folder.write_final(SUMMARY, text + "\n")
         folder.complete((EPISODES, SUMMARY))
     return summary

@@ -420,7 +420,7 @@ def _add_llm_run_options(run: argparse.ArgumentParser) -> None:
     )
 
     group = add_llm_options(
-        run, omit=("--base-url", "--api-key-env", "--jobs"),
+        run, leave_out=("--base-url", "--api-key-env", "--jobs"),
         description="A chat model at --base-url (OpenAI-compatible) calls the tools (search, "
         "fetch, pdf, submit_answer; operate with --site-ops) with the schemas of `sgrgym mcp`. "
         "Every model call is recorded in --llm-cache and replayed from it (--llm-mode); "
