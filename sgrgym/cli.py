@@ -17,6 +17,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from sgrgym.llm import commands as llm_commands
     from sgrgym.seeker import commands as seeker_commands
     from sgrgym.sgr import commands as sgr_commands
     from sgrgym.sgr.archive import commands as snapshot_commands
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     sgr_commands.add_commands(areas)
     snapshot_commands.add_commands(areas)
     seeker_commands.add_commands(areas)
+    llm_commands.add_commands(areas)
     return parser
 
 
