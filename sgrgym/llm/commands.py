@@ -14,8 +14,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sgrgym.llm.options import LOCAL_PORT
 from sgrgym.sgr.archive.commands import port_number, positive_int
+
+LOCAL_PORT = 8080  # sgrgym.llm.options.LOCAL_PORT (that module imports pydantic: not at start-up)
 
 
 def _say(text: str) -> None:
