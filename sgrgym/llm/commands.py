@@ -70,7 +70,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     threads = args.threads or default_threads()
     settings = ServerSettings(port=args.port, threads=threads, ctx=args.ctx, seed=args.seed)
-    previous = signal.signal(signal.SIGTERM, _raise_stop)
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         _say(f"starting llama-server for {args.model} on 127.0.0.1:{args.port} ...")
         with LocalServer(args.model, settings, cache=args.cache, binary=args.server_binary) as srv:
@@ -84,11 +84,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
             code = srv.wait()
             _say(f"llama-server exited by itself with status {code}; log: {srv.log_path}")
             return 1
-    except (KeyboardInterrupt, _Stop):
+    except _Stop:
         _say("stopped")
         return 0
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def add_commands(areas: Any) -> None:

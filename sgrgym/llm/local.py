@@ -59,6 +59,7 @@ def free_port() -> int:
 
 def _check_port_free(port: int) -> None:
     with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a listener, not TIME_WAIT
         try:
             sock.bind((HOST, port))
         except OSError:
