@@ -206,47 +206,45 @@ def _renderer(snapshot: Any, no_render: bool) -> Any:
     return None if no_render else load_renderer(snapshot)
 
 
-def cmd_sgr_run(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
-    from sgrgym.report.output import progress_bar
-    from sgrgym.sgr.agents import DefaultStateAgent, ExploreAgent, OracleAgent, RandomAgent
-    from sgrgym.sgr.env import Budget, SgrEnv
-    from sgrgym.sgr.run import run_card, run_tasks
-    from sgrgym.sgr.score_table import render_report
+def open_sgr_run(
+    pack: str, files: list[Path], budget: Any, current_date: str, no_render: bool
+) -> tuple[Any, list[Any], dict[str, Any]]:
+    """(environment, tasks, reference paths by task id) for a run over ``pack``: tasks
+    checked against their pins, references against the pack's site models."""
+    from sgrgym.sgr.env import SgrEnv
     from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
 
-    files = args.tasks or demo_task_files()
     tasks = _load_tasks(files)
-    snapshot, models = _open_pack(args.pack)
+    snapshot, models = _open_pack(pack)
     references: dict[str, Reference] = {}
     for task in tasks:
         reference = reference_of(task)
         if reference is not None:
             references[task.task_id] = reference
     check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
-    agent: Any
-    if args.agent == "oracle":
-        missing = [t.task_id for t in tasks if t.task_id not in references]
-        if missing:
-            raise UserError(f"the oracle needs a reference path; these tasks have none: {missing}")
-        agent = OracleAgent(references)
-    elif args.agent == "default":
-        agent = DefaultStateAgent()
-    elif args.agent == "explore":
-        agent = ExploreAgent(seed=args.seed, steps=args.random_steps)
-    elif args.agent == "search-only":
-        from sgrgym.sgr.baselines import SearchOnlyAgent
+    renderer = _renderer(snapshot, no_render)
+    env = SgrEnv(snapshot, models, budget, current_date=current_date, renderer=renderer)
+    return env, tasks, references
 
-        agent = SearchOnlyAgent()
-    else:
-        agent = RandomAgent(seed=args.seed, steps=args.random_steps)
+
+def cmd_sgr_run(args: argparse.Namespace) -> int:
+    from sgrgym.report.output import progress_bar
+    from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.registry import AgentSetup, make_agent
+    from sgrgym.sgr.run import run_card, run_tasks
+    from sgrgym.sgr.score_table import render_report
+
+    files = args.tasks or demo_task_files()
     budget = Budget(
         max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
     )
-    renderer = _renderer(snapshot, args.no_render)
-    env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
+    env, tasks, references = open_sgr_run(
+        args.pack, files, budget, args.current_date, args.no_render
+    )
+    setup = AgentSetup(references, tuple(t.task_id for t in tasks), args.seed, args.random_steps)
+    agent = make_agent(args.agent, setup)
     card = run_card(env, agent, args.seed, files)
-    with snapshot:
+    with env.snapshot:
         report = run_tasks(env, agent, tasks, args.out, card, None if args.quiet else progress_bar)
     if args.json:
         write_json(report.model_dump_json(exclude={"tasks"}))
@@ -369,6 +367,8 @@ _FAMILIES_HELP = (
 
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
+    from sgrgym.sgr.registry import agent_help, agent_names
+
     sgr = areas.add_parser("sgr", help="SGR-Bench: tasks and scoring", description="SGR-Bench.")
     sgr_cmds = sgr.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -493,11 +493,7 @@ def add_commands(areas: Any) -> None:
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
     run.add_argument(
-        "--agent", required=True,
-        choices=["oracle", "default", "random", "explore", "search-only"],
-        help="oracle (reference path), default (start page only), random (random links), "
-        "explore (seeded random operations on every kind of control), search-only (copies "
-        "the best table among the top search hits, no state operation)",
+        "--agent", required=True, choices=agent_names(), help=agent_help(),
     )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
