@@ -20,8 +20,8 @@ stopped, and a finished part is only re-summarized. The whole folder is locked w
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ class TopCard(BaseModel):
     seeds: dict[str, Any]
     models: dict[str, str]
     endpoints: list[str]  # LLM endpoints (none for the built-in agents)
-    manifests: dict[str, str]  # label -> sha256 of every manifest, task, prompt file used
+    manifests: dict[str, dict[str, str]]  # label -> path and sha256 of every file used
+    tool_schemas_sha256: str | None
 
 
 def seeker_part(agent: str, belief: str) -> str:
@@ -124,7 +125,8 @@ def _prompt_files() -> dict[str, Path]:
     return {f"prompt:{p.parent.parent.name}/{p.name}": p for p in files if p.is_file()}
 
 
-def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, str]:
+def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, dict[str, str]]:
+    """``{label: {"path", "sha256"}}`` of every manifest, task, prompt and schema file used."""
     files = _prompt_files()
     if seeker is not None:
         from sgrgym.seeker.embed import DEFAULT_MODELS_DIR, MODELS_MANIFEST
@@ -138,16 +140,20 @@ def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, str]:
     if sgr is not None:
         files["pack manifest"] = sgr.env.snapshot.pack_dir / "manifest.json"
         for path in sgr.files:
-            files[f"task file:{path}"] = path
+            files[f"task file {path}"] = path
         task_manifest = Path("tasks/sgr/manifest.json")
         if task_manifest.is_file():
             files["task manifest"] = task_manifest
     hashes = file_hashes(files)
-    if sgr is not None:
-        from sgrgym.sgr.prompt import DEFAULT_TOOLS
+    return {label: {"path": str(files[label]), "sha256": digest}
+            for label, digest in hashes.items()}  # fmt: skip
 
-        hashes["tool schemas"] = sha256_bytes(canonical_json(list(DEFAULT_TOOLS)).encode())
-    return hashes
+
+def _tool_schemas_sha256() -> str:
+    """The SGR tools offered to agents (their names: the schemas land with the LLM agents)."""
+    from sgrgym.sgr.prompt import DEFAULT_TOOLS
+
+    return sha256_bytes(canonical_json(list(DEFAULT_TOOLS)).encode())
 
 
 def _card(config: RunConfig, seeker: _Seeker | None, sgr: _Sgr | None) -> TopCard:
@@ -160,6 +166,7 @@ def _card(config: RunConfig, seeker: _Seeker | None, sgr: _Sgr | None) -> TopCar
                "calibration_estimator_seeds": config.calibration.seeds,
                "sgr": config.sgr.seed},
         models=models, endpoints=[], manifests=_manifests(seeker, sgr),
+        tool_schemas_sha256=_tool_schemas_sha256() if sgr is not None else None,
     )  # fmt: skip
 
 
@@ -243,11 +250,6 @@ def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
     return files, volatile
 
 
-@contextmanager
-def _maybe(enabled: bool, opener: Callable[[], Any]) -> Iterator[Any]:
-    yield opener() if enabled else None
-
-
 def run_all(
     out: Path, config: RunConfig, show_progress: bool = True, report: bool = True
 ) -> dict[str, Path]:
@@ -302,8 +304,3 @@ def where(out: Path, config: RunConfig, report: bool) -> dict[str, Path]:
         places["report (Markdown)"] = out / REPORT / "report.md"
     places["completion marker"] = out / COMPLETE
     return places
-
-
-def parts_done(out: Path, names: Sequence[str]) -> list[str]:
-    """Which of the sub-run folders ``names`` hold their completion marker."""
-    return [n for n in names if (out / n / COMPLETE).is_file()]
