@@ -40,8 +40,9 @@ COMPLETE = "complete.json"
 _OWN = {CARD, LOCK, COMPLETE}
 
 
-def read_log(path: Path, what: str) -> list[tuple[int, Any]]:
-    """(line number, record) of an append-only JSONL file; a torn last line is cut off.
+def read_log(path: Path, what: str, repair: bool = True) -> list[tuple[int, Any]]:
+    """(line number, record) of an append-only JSONL file; a torn last line is cut off
+    (``repair``) or is an error (``repair=False``: reading a finished run, never changing it).
 
     A missing file is an empty log. Any other bad line is an error naming the file and line.
     """
@@ -50,6 +51,8 @@ def read_log(path: Path, what: str) -> list[tuple[int, Any]]:
     data = read_bytes(path, what)
     end = data.rfind(b"\n") + 1
     if end != len(data):
+        if not repair:
+            raise UserError(f"{path}: the last line has no newline (a torn or altered record)")
         with path.open("r+b") as f:
             f.truncate(end)
         data = data[:end]

@@ -48,7 +48,7 @@ def read_json_file(path: Path, what: str) -> Any:
 def records(path: Path, what: str) -> list[dict[str, Any]]:
     """The records of a JSONL file, each a JSON object (else an error naming file and line)."""
     found = []
-    for number, record in read_log(path, what):
+    for number, record in read_log(path, what, repair=False):
         if not isinstance(record, dict):
             raise UserError(f"{path} line {number}: a {what} record must be a JSON object")
         found.append(record)
