@@ -419,6 +419,10 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _labels(dirs: Sequence[Path]) -> list[str]:
+    """Run labels: ``run`` for a single folder (so the report does not depend on where the
+    folder is), else the folder names, made unique."""
+    if len(dirs) == 1:
+        return ["run"]
     labels: list[str] = []
     for d in dirs:
         base = d.resolve().name or "run"
@@ -438,8 +442,7 @@ def write_report(dirs: Sequence[Path], out: Path) -> Path:
             shutil.rmtree(out / sub)
         (out / sub).mkdir(parents=True)
     page = Page("sgrgym report")
-    page.table(["Run", "Folder", "Config sha256"],
-               [[r.label, r.path.name, r.config.sha256()[:16]] for r in runs])  # fmt: skip
+    page.table(["Run", "Config sha256"], [[r.label, r.config.sha256()[:16]] for r in runs])
     _seeker(page, runs, out)
     _calibration(page, runs, out)
     _sgr(page, runs, out)
