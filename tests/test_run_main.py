@@ -128,7 +128,7 @@ def test_unknown_agent_is_exit_2_naming_it(
 
 
 def test_run_folder_card_and_verify(small: tuple[Path, Path]) -> None:
-    config, out = small
+    _config, out = small
     card = json.loads((out / "run.json").read_text())
     assert card["kind"] == "sgrgym run" and len(card["config_sha256"]) == 64
     env = card["environment"]
@@ -275,10 +275,12 @@ def test_report_renders_in_headless_chromium(small: tuple[Path, Path], tmp_path:
     index = out / "report" / "index.html"
     probe = tmp_path / "probe.html"
     html = index.read_text(encoding="utf-8").replace('src="', f'src="{index.parent.as_uri()}/')
-    script = ("<script>window.addEventListener('load',()=>{const bad=[...document.images]"
-              ".filter(i=>!i.complete||i.naturalWidth===0).map(i=>i.src);"
-              "document.body.setAttribute('data-images',document.images.length);"
-              "document.body.setAttribute('data-broken',JSON.stringify(bad));});</script>")
+    script = (
+        "<script>window.addEventListener('load',()=>{const bad=[...document.images]"
+        ".filter(i=>!i.complete||i.naturalWidth===0).map(i=>i.src);"
+        "document.body.setAttribute('data-images',document.images.length);"
+        "document.body.setAttribute('data-broken',JSON.stringify(bad));});</script>"
+    )
     probe.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
     done = subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",

@@ -16,11 +16,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
 
 SALT = "sgrgym-report"
-STYLE = {
+STYLE: Any = {  # (Any: matplotlib types rc keys as literals)
     "svg.hashsalt": SALT,
     "svg.fonttype": "path",
     "font.family": "DejaVu Sans",

@@ -129,9 +129,11 @@ class Page:
 
     def render_html(self, css_href: str = "") -> str:
         body = "\n".join(self.html)
-        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
                 f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head>\n"
-                f"<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n")  # fmt: skip
+                f"<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n"
+        )  # fmt: skip
 
     def render_md(self) -> str:
         return "\n".join(self.md)
@@ -266,8 +268,10 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
                      "—" if f.eta2_partial is None else f"{f.eta2_partial:.3f}"]
                     for f in result.factors])  # fmt: skip
         if result.document_share_mixed is not None:
-            page.text(f"mixed-effects model (document as random intercept): the document "
-                      f"accounts for {result.document_share_mixed:.3f} of the variance")  # fmt: skip
+            page.text(
+                f"mixed-effects model (document as random intercept): the document "
+                      f"accounts for {result.document_share_mixed:.3f} of the variance"
+            )  # fmt: skip
         for note in result.notes:
             page.text(note, note=True)
 
@@ -292,12 +296,16 @@ def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
                      if p.get("c_hat") is not None]  # fmt: skip
             q_hat = row["q_hat"] if isinstance(row["q_hat"], (int, float)) else float("inf")
             base = f"{FIGURES}/{_safe(run.label)}-cal-{_safe(row['estimator'])}"
-            figures.scatter_c([p["c"] for p in pairs], [p["c_hat"] for p in pairs], q_hat,
-                              out / f"{base}-scatter.svg", f"{row['estimator']}: ĉ vs c")  # fmt: skip
+            figures.scatter_c(
+                [p["c"] for p in pairs], [p["c_hat"] for p in pairs], q_hat,
+                              out / f"{base}-scatter.svg", f"{row['estimator']}: ĉ vs c"
+            )  # fmt: skip
             figures.histogram([p["score"] for p in pairs], q_hat, out / f"{base}-scores.svg",
                               f"{row['estimator']}: nonconformity")  # fmt: skip
-            items += [(f"{base}-scatter.svg", f"{run.label} {row['estimator']}: c vs ĉ, ± q̂"),
-                      (f"{base}-scores.svg", f"{run.label} {row['estimator']}: |c − ĉ|")]
+            items += [
+                (f"{base}-scatter.svg", f"{run.label} {row['estimator']}: c vs ĉ, ± q̂"),
+                (f"{base}-scores.svg", f"{run.label} {row['estimator']}: |c − ĉ|"),
+            ]
         page.figures(items)
 
 
@@ -401,7 +409,9 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
                         "; ".join(f"{k}={v}" for k, v in sorted(s.get("args", {}).items()))[:160],
                         str(s.get("state", "")), str(s.get("match", "")), str(s.get("status", ""))]
                        for s in steps])  # fmt: skip
-            reached = sorted({s["state"] for s in steps if s.get("state") and s.get("status") == 200})
+            reached = sorted(
+                {s["state"] for s in steps if s.get("state") and s.get("status") == 200}
+            )
             sub.text("reached states: " + (", ".join(reached) if reached else "none"))
             diagnostics = trajectory.get("diagnostics", {})
             sub.table(["Diagnostic", "Value"],

@@ -55,7 +55,7 @@ def _number(value: Any) -> float | None:
 
 
 def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
-    """Table 9 from episode records with ``agent``, ``belief``, ``doc_id``, ``final_completeness``."""
+    """Table 9 from episode records (``agent``, ``belief``, ``doc_id``, ``final_completeness``)."""
     import pandas as pd
     import statsmodels.formula.api as smf
     from statsmodels.stats.anova import anova_lm

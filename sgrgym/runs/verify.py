@@ -149,8 +149,10 @@ def _estimator(folder: Path) -> list[str]:
                                ("coverage", 1 / n_test + 1e-9)):  # fmt: skip
             value = getattr(again, key)
             if not _close(stored[key], "Infinity" if math.isinf(value) else value, tolerance):
-                problems.append(f"{folder / 'partitions.jsonl'}: split {stored['split']} seed "
-                                f"{stored['seed']} {key} does not follow from the pairs")  # fmt: skip
+                where = f"{folder / 'partitions.jsonl'}: split {stored['split']}"
+                problems.append(
+                    f"{where} seed {stored['seed']} {key} does not follow from the pairs"
+                )
                 break
     scores = read_json_file(folder / "scores.json", "calibration scores")
     expected = sorted(float(p["score"]) for p in pairs if p.get("score") is not None)
