@@ -20,6 +20,7 @@ stopped, and a finished part is only re-summarized. The whole folder is locked w
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -72,9 +73,10 @@ class _Seeker:
     corpus_file: Path
     store_dir: Path
     docs: list[str]
+    query_cache: Path  # shared by the episodes and the calibration (each text embedded once)
 
 
-def _open_seeker(config: RunConfig) -> _Seeker:
+def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
     from sgrgym.seeker.calibrate import open_embedder, open_store, prime_passage_vectors
     from sgrgym.seeker.commands import corpus_path, store_path
     from sgrgym.seeker.env import SeekerEnv
@@ -83,7 +85,9 @@ def _open_seeker(config: RunConfig) -> _Seeker:
     cfg = config.seeker
     corpus_file, store_dir = corpus_path(cfg.corpus), store_path(cfg.corpus, cfg.model)
     corpus = load_pinned_corpus(corpus_file, store_dir, True)
-    embedder = open_embedder(cfg.model, None)
+    # A text's vector depends on that text only (each is embedded alone, unpadded), so one
+    # cache for every part changes no result, and a resumed run gets the same vectors.
+    embedder = open_embedder(cfg.model, query_cache)
     store = open_store(corpus, store_dir, embedder)
     prime_passage_vectors(embedder, corpus, store)  # the agents' passage-text queries: cached
     env = SeekerEnv(corpus, store, embedder.embed, cfg.theta, cfg.steps)
@@ -91,7 +95,7 @@ def _open_seeker(config: RunConfig) -> _Seeker:
     unknown = sorted(set(docs) - set(store.documents()))
     if unknown:
         raise UserError(f"seeker.docs: no such documents in {store_dir}: {unknown[:5]}")
-    return _Seeker(env, corpus_file, store_dir, list(docs))
+    return _Seeker(env, corpus_file, store_dir, list(docs), query_cache)
 
 
 @dataclass
@@ -218,6 +222,7 @@ def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progres
         estimators=tuple(cfg.estimators), alpha=cfg.alpha, splits=cfg.splits, seeds=cfg.seeds,
         seed=cfg.seed, stopping=cfg.stopping, stop_deltas=tuple(cfg.stop_deltas),
         agent=cfg.agent, steps=cfg.steps, theta=config.seeker.theta, out=out / CALIBRATION,
+        query_cache=seeker.query_cache,
     )  # fmt: skip
     with calibration_folder(options) as finish:
         run_calibration(options, bar)
@@ -265,7 +270,8 @@ def run_all(
     bar = progress_bar if show_progress else None
     need_seeker = config.seeker.enabled or config.calibration.enabled
     with ExitStack() as stack:
-        seeker = _open_seeker(config) if need_seeker else None
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgrgym-run-")))
+        seeker = _open_seeker(config, scratch / "query-cache.sqlite") if need_seeker else None
         sgr = _open_sgr(config) if config.sgr.enabled else None
         if sgr is not None:
             stack.enter_context(sgr.env.snapshot)
