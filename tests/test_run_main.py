@@ -212,7 +212,8 @@ def test_run_killed_at_random_points_resumes_byte_identical(
             os.kill(proc.pid, signal.SIGKILL)
             killed += 1
             proc.communicate()
-            assert not (out / COMPLETE).exists()
+            if (out / COMPLETE).exists():  # killed after its last write, while exiting
+                assert main(["verify-run", str(out)]) == 0
         else:
             _, err = proc.communicate()
             assert proc.returncode == 0, err
@@ -295,3 +296,53 @@ def test_report_renders_in_headless_chromium(small: tuple[Path, Path], tmp_path:
     assert images and broken, done.stdout[-2000:]
     assert int(images.group(1)) == len(_targets(index)) >= 10
     assert json.loads(broken.group(1).replace("&quot;", '"')) == []
+
+
+def test_verify_and_report_refuse_folders_that_are_not_finished_runs(
+    small: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = small
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(out, unfinished)
+    (unfinished / COMPLETE).unlink()
+    assert main(["verify-run", str(unfinished)]) == 2
+    assert "did not finish" in capsys.readouterr().err
+    part = out / "sgr" / "oracle"  # a run folder, but not a sgrgym run
+    assert main(["report", str(part), "--out", str(tmp_path / "rep")]) == 2
+    assert "not a sgrgym run folder" in capsys.readouterr().err
+    assert main(["report", str(out), str(out)]) == 2
+    assert "--out" in capsys.readouterr().err
+
+
+def test_frontier_is_drawn_when_episodes_carry_token_counts(
+    small: tuple[Path, Path], tmp_path: Path
+) -> None:
+    from sgrgym.report.html import write_report
+    from sgrgym.runs.results import card_config, write_results
+
+    _, out = small
+    llm = tmp_path / "llm"
+    shutil.copytree(out, llm)
+    for episodes in sorted((llm / "seeker").glob("*/episodes.jsonl")):
+        lines = [json.loads(line) for line in episodes.read_text().splitlines()]
+        for n, e in enumerate(lines):
+            e["usage"] = {"prompt_tokens": 100 + n, "completion_tokens": 10}
+        episodes.write_text("".join(json.dumps(e) + "\n" for e in lines))
+    write_results(llm, card_config(llm))
+    rows = json.loads((llm / "results" / "seeker.json").read_text())["rows"]
+    assert all(r["tokens_per_episode"] and r["tokens_per_episode"] > 110 for r in rows)
+    index = write_report([llm], tmp_path / "report")
+    assert (tmp_path / "report" / "figures" / "seeker-frontier.svg").is_file()
+    assert "no LLM runs" not in index.read_text()
+
+
+def test_variance_decomposition_on_tiny_data_says_so_and_never_raises() -> None:
+    from sgrgym.report.variance import decompose
+
+    one = [{"agent": "a", "belief": "b", "doc_id": "d", "final_completeness": 0.5}]
+    assert decompose(one).notes and not decompose(one).factors
+    tiny = [{"agent": a, "belief": "b", "doc_id": d, "final_completeness": c}
+            for a, d, c in (("a", "d1", 0.2), ("b", "d1", 0.2), ("a", "d2", 0.9),
+                            ("b", "d2", 0.9))]  # fmt: skip
+    result = decompose(tiny)
+    assert result.observations == 4 and result.notes  # no residual variance: said so

@@ -95,7 +95,7 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
                     f=_number(row.get("F")), eta2=_number(ss / total) if total > 0 else None,
                     eta2_partial=_number(partial),
                 ))  # fmt: skip
-            if residual == 0:
+            if residual <= 1e-12 * max(total, 1e-300):
                 notes.append("no residual variance (every episode of a cell is identical): "
                              "F is undefined")  # fmt: skip
         except Exception as exc:  # statsmodels raises many kinds on degenerate designs

@@ -8,7 +8,6 @@ what ``sgrgym verify-run`` runs again: the files must come out byte for byte.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -278,7 +277,3 @@ def card_config(out: Path) -> RunConfig:
         return RunConfig.model_validate(card["config"])
     except Exception as exc:  # pydantic's ValidationError, a missing key
         raise UserError(f"{out / 'run.json'}: field config is not a run config ({exc})") from None
-
-
-def dumps(value: object) -> str:
-    return json.dumps(value, sort_keys=True)

@@ -137,7 +137,8 @@ def _estimator(folder: Path) -> list[str]:
         rows = [[math.nan if p["c_hat"] is None else p["c_hat"] for p in pairs]]
     redone = run_protocol(
         c, rows if len(rows) > 1 else rows[0], report["alpha"], splits=report["splits"],
-        seeds=report["seeds"], base_seed=report["seed"], fit_mean=report["estimator"] == "constant",
+        seeds=report["seeds"], base_seed=report["seed"],
+        fit_mean=report["estimator"] == "constant",  # refit in every partition (section 3.3)
         protocol=report["protocol"], failure_rule=report["failure_rule"],
     )  # fmt: skip
     if len(redone.partitions) != len(partitions):
