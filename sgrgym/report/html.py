@@ -269,8 +269,9 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
                     for f in result.factors])  # fmt: skip
         if result.document_share_mixed is not None:
             page.text(
-                f"mixed-effects model (document as random intercept): the document "
-                      f"accounts for {result.document_share_mixed:.3f} of the variance"
+                f"mixed-effects model (belief × agent + topic, document as random "
+                f"intercept): the document "
+                      f"accounts for {result.document_share_mixed:.3f} of the variance left"
             )  # fmt: skip
         for note in result.notes:
             page.text(note, note=True)

@@ -4,9 +4,11 @@ Observations are episodes (agent, belief, document, seed). Two fits, both with s
 
 - a Type III ANOVA of an OLS model ``c ~ belief * agent + document`` (sum-to-zero contrasts):
   df, F, η² = SS / SS_total and partial η²_p = SS / (SS + SS_residual) per factor;
-- the mixed-effects model of appendix C.1: ``c ~ belief * agent`` with the document as random
-  intercept (``mixedlm``); reported: the document's share of variance, var_doc / (var_doc +
-  residual), and whether the fit converged.
+- the mixed-effects model of appendix C.1: ``c ~ belief * agent + topic`` with the document as
+  random intercept (``mixedlm``; documents are nested in topics, so the topic is a fixed effect
+  here and not in the OLS model, where the documents absorb it); reported: the document's
+  share of the remaining variance, var_doc / (var_doc + residual), and whether the fit
+  converged.
 
 On tiny or degenerate data (one agent, one belief, a factor without effect, no residual
 degrees of freedom) a fit can fail or not converge: that is reported as a note, never raised.
@@ -66,6 +68,7 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
             "agent": [str(e["agent"]) for e in episodes],
             "belief": [str(e["belief"]) for e in episodes],
             "document": [str(e["doc_id"]) for e in episodes],
+            "topic": [str(e.get("topic", "")) for e in episodes],
         }
     )
     notes: list[str] = []
@@ -103,7 +106,10 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
                          f"{str(exc)[:120]})")  # fmt: skip
     share = None
     if frame["document"].nunique() > 1:
-        fixed = " + ".join(t for t in terms if "document" not in t) or "1"
+        fixed_terms = [t for t in terms if "document" not in t]
+        if frame["topic"].nunique() > 1:
+            fixed_terms.append("C(topic, Sum)")
+        fixed = " + ".join(fixed_terms) or "1"
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
