@@ -326,11 +326,14 @@ def test_frontier_is_drawn_when_episodes_carry_token_counts(
     for episodes in sorted((llm / "seeker").glob("*/episodes.jsonl")):
         lines = [json.loads(line) for line in episodes.read_text().splitlines()]
         for n, e in enumerate(lines):
-            e["usage"] = {"prompt_tokens": 100 + n, "completion_tokens": 10}
+            totals = {"calls": 1, "prompt_tokens": 100 + n, "completion_tokens": 10,
+                      "cost_usd": 0.001, "unpriced_calls": 0}  # fmt: skip
+            e["llm"] = {"totals": totals}  # an LLM agent's episode record
         episodes.write_text("".join(json.dumps(e) + "\n" for e in lines))
     write_results(llm, card_config(llm))
     rows = json.loads((llm / "results" / "seeker.json").read_text())["rows"]
     assert all(r["tokens_per_episode"] and r["tokens_per_episode"] > 110 for r in rows)
+    assert all(r["cost_usd_per_episode"] == 0.001 for r in rows)
     index = write_report([llm], tmp_path / "report")
     assert (tmp_path / "report" / "figures" / "seeker-frontier.svg").is_file()
     assert "no LLM runs" not in index.read_text()

@@ -54,11 +54,25 @@ def records(path: Path, what: str) -> list[dict[str, Any]]:
     return found
 
 
-def _usage_tokens(episode: dict[str, Any]) -> float | None:
-    usage = episode.get("usage")
-    if not isinstance(usage, dict):
+def _llm_totals(episode: dict[str, Any]) -> dict[str, Any] | None:
+    """An LLM agent's per-episode totals (``llm.totals``: calls, prompt and completion tokens,
+    cost), or None for a built-in agent."""
+    llm = episode.get("llm")
+    totals = llm.get("totals") if isinstance(llm, dict) else None
+    return totals if isinstance(totals, dict) else None
+
+
+def _tokens(totals: dict[str, Any] | None) -> float | None:
+    if totals is None:
         return None
-    return float(sum(v for v in usage.values() if isinstance(v, (int, float))))
+    return float(totals.get("prompt_tokens", 0)) + float(totals.get("completion_tokens", 0))
+
+
+def _cost(totals: dict[str, Any] | None) -> float | None:
+    """The episode's cost in US$, None unless every call was priced."""
+    if totals is None or totals.get("unpriced_calls", 0) or "cost_usd" not in totals:
+        return None
+    return float(totals["cost_usd"])
 
 
 def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
@@ -79,7 +93,7 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
             docs.setdefault(str(e["doc_id"]), []).append(float(e["final_completeness"]))
         steps = len(episodes[0]["completeness"])
         curve = [[float(e["completeness"][i]) for e in episodes] for i in range(steps)]
-        tokens = [[float(e["belief_tokens"][i]) for e in episodes] for i in range(steps)]
+        context = [[float(e["belief_tokens"][i]) for e in episodes] for i in range(steps)]
         diversity: list[list[float]] = [[] for _ in range(steps)]
         for e in episodes:
             flat = list(e["query_diversity"])
@@ -93,9 +107,9 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
         raise UserError(f"{folder / 'episodes.jsonl'}: a record lacks a field ({exc})") from None
     seed_means = [fmean(v) for _, v in sorted(by_seed.items())]
     mean, std = mean_std(seed_means)
-    usage = [_usage_tokens(e) for e in episodes]
-    known = [u for u in usage if u is not None]
-    costs = [float(e["cost_usd"]) for e in episodes if isinstance(e.get("cost_usd"), (int, float))]
+    totals = [_llm_totals(e) for e in episodes]
+    tokens = [t for t in map(_tokens, totals) if t is not None]
+    costs = [c for c in map(_cost, totals) if c is not None]
     return {
         "agent": agent,
         "belief": belief,
@@ -108,9 +122,9 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
         "completeness_by_step_std": [mean_std(c)[1] for c in curve],
         "by_topic": {t: round(fmean(v), ROUND) for t, v in sorted(topics.items())},
         "by_document": {d: round(fmean(v), ROUND) for d, v in sorted(docs.items())},
-        "belief_tokens_by_step": [round(fmean(t), 3) for t in tokens],
+        "belief_tokens_by_step": [round(fmean(t), 3) for t in context],
         "query_diversity_by_step": [round(fmean(d), ROUND) if d else None for d in diversity],
-        "tokens_per_episode": round(fmean(known), 3) if len(known) == len(usage) else None,
+        "tokens_per_episode": round(fmean(tokens), 3) if len(tokens) == len(episodes) else None,
         "cost_usd_per_episode": round(fmean(costs), 6) if len(costs) == len(episodes) else None,
     }
 
