@@ -19,6 +19,7 @@ Handler = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     from sgrgym.cli_agents import commands as cli_agent_commands
     from sgrgym.llm import commands as llm_commands
+    from sgrgym.runs import commands as run_commands
     from sgrgym.seeker import commands as seeker_commands
     from sgrgym.sgr import commands as sgr_commands
     from sgrgym.sgr.archive import commands as snapshot_commands
@@ -29,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sgrgym {__version__}")
     areas = parser.add_subparsers(dest="area", metavar="AREA", required=True)
+    run_commands.add_commands(areas)
     sgr_commands.add_commands(areas)
     snapshot_commands.add_commands(areas)
     seeker_commands.add_commands(areas)

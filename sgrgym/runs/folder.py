@@ -1,8 +1,10 @@
 """A run folder: the one place that makes a command's ``--out`` safe to interrupt and resume.
 
-- **Run card** (``run.json``): written when the folder is first used and compared on every
-  later use; a folder holding another run's card (or files but no card) is refused, with the
-  fields that differ.
+- **Run card** (``run.json``): the command's card plus ``environment``
+  (:mod:`sgrgym.runs.environment`: sgrgym version and git commit, Python, every installed
+  package's version); written when the folder is first used and compared on every later use;
+  a folder holding another run's card (or files but no card) is refused, with the fields that
+  differ.
 - **Lock**: an exclusive ``flock`` on ``.lock`` for as long as the folder is open; a second
   process on the same folder is refused instead of interleaving its records.
 - **Append-only records** (JSONL): a last line without its newline is a torn write (the process
@@ -30,6 +32,7 @@ from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_file
 from sgrgym.inputs import BadJson, decode_text, json_value, read_bytes, shorten
 from sgrgym.report.output import jsonl_line
+from sgrgym.runs.environment import run_environment
 
 CARD = "run.json"
 LOCK = ".lock"
@@ -37,8 +40,9 @@ COMPLETE = "complete.json"
 _OWN = {CARD, LOCK, COMPLETE}
 
 
-def read_log(path: Path, what: str) -> list[tuple[int, Any]]:
-    """(line number, record) of an append-only JSONL file; a torn last line is cut off.
+def read_log(path: Path, what: str, repair: bool = True) -> list[tuple[int, Any]]:
+    """(line number, record) of an append-only JSONL file; a torn last line is cut off
+    (``repair``) or is an error (``repair=False``: reading a finished run, never changing it).
 
     A missing file is an empty log. Any other bad line is an error naming the file and line.
     """
@@ -47,6 +51,8 @@ def read_log(path: Path, what: str) -> list[tuple[int, Any]]:
     data = read_bytes(path, what)
     end = data.rfind(b"\n") + 1
     if end != len(data):
+        if not repair:
+            raise UserError(f"{path}: the last line has no newline (a torn or altered record)")
         with path.open("r+b") as f:
             f.truncate(end)
         data = data[:end]
@@ -134,9 +140,16 @@ def _lock(path: Path) -> IO[bytes]:
     return handle
 
 
+def card_text(card: BaseModel) -> str:
+    """The bytes of ``run.json`` for ``card``: its fields, then ``environment``."""
+    fields = json.loads(card.model_dump_json())
+    fields["environment"] = run_environment().model_dump(mode="json")
+    return json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
+
+
 def _check_card(path: Path, card: BaseModel) -> None:
     card_path = path / CARD
-    text = card.model_dump_json(indent=2) + "\n"
+    text = card_text(card)
     if not card_path.exists():
         others = sorted(p.name for p in path.iterdir() if p.name not in _OWN)
         if others:

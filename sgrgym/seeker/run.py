@@ -117,6 +117,11 @@ def _at(values: Sequence[Any], step: int) -> Any:
     return values[min(step, len(values) - 1)]
 
 
+def summary_text(summary: SeekerSummary) -> str:
+    """The bytes of ``summary.json`` (no ``"llm": null`` for agents without a model)."""
+    return summary.model_dump_json(indent=2, exclude_none=True) + "\n"
+
+
 def summarize(
     episodes: Sequence[dict[str, Any]], corpus: str, agent: str, belief: str, steps: int,
     seeds: int, theta: float,
@@ -238,7 +243,6 @@ def run_seeker(
         summary = summarize(
             episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
         ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
-        text = summary.model_dump_json(indent=2, exclude_none=True)  # no "llm": null
-        folder.write_final(SUMMARY, text + "\n")
+        folder.write_final(SUMMARY, summary_text(summary))
         folder.complete((EPISODES, SUMMARY))
     return summary

@@ -206,15 +206,39 @@ def _renderer(snapshot: Any, no_render: bool) -> Any:
     return None if no_render else load_renderer(snapshot)
 
 
-BUILT_IN_AGENTS = ("oracle", "default", "random", "explore", "search-only", "llm")
+LLM_AGENT = "llm"  # a chat model calling the tools (sgrgym.sgr.llm_agent); cli:NAME: a CLI
 
 
 def _agent_name(text: str) -> str:
-    if text in BUILT_IN_AGENTS or (text.startswith("cli:") and text[4:]):
+    from sgrgym.sgr.registry import agent_names
+
+    names = [*agent_names(), LLM_AGENT]
+    if text in names or (text.startswith("cli:") and text[4:]):
         return text
     raise argparse.ArgumentTypeError(
-        f"{text!r}: choose {', '.join(BUILT_IN_AGENTS)} or cli:NAME (an agent CLI profile)"
+        f"{text!r}: choose {', '.join(names)} or cli:NAME (an agent CLI profile)"
     )
+
+
+def open_sgr_run(
+    pack: str, files: list[Path], budget: Any, current_date: str, no_render: bool
+) -> tuple[Any, list[Any], dict[str, Any]]:
+    """(environment, tasks, reference paths by task id) for a run over ``pack``: tasks
+    checked against their pins, references against the pack's site models."""
+    from sgrgym.sgr.env import SgrEnv
+    from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
+
+    tasks = _load_tasks(files)
+    snapshot, models = _open_pack(pack)
+    references: dict[str, Reference] = {}
+    for task in tasks:
+        reference = reference_of(task)
+        if reference is not None:
+            references[task.task_id] = reference
+    check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
+    renderer = _renderer(snapshot, no_render)
+    env = SgrEnv(snapshot, models, budget, current_date=current_date, renderer=renderer)
+    return env, tasks, references
 
 
 def cmd_sgr_run(args: argparse.Namespace) -> int:
@@ -222,60 +246,39 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         from sgrgym.cli_agents.commands import cmd_cli_run
 
         return cmd_cli_run(args)
-    from sgrgym.errors import UserError
     from sgrgym.report.output import progress_bar
-    from sgrgym.sgr.agents import DefaultStateAgent, ExploreAgent, OracleAgent, RandomAgent
-    from sgrgym.sgr.env import Budget, SgrEnv
+    from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.registry import AgentSetup, make_agent
     from sgrgym.sgr.run import run_card, run_tasks
     from sgrgym.sgr.score_table import render_report
-    from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
 
     files = args.tasks or demo_task_files()
-    tasks = _load_tasks(files)
-    snapshot, models = _open_pack(args.pack)
-    references: dict[str, Reference] = {}
-    for task in tasks:
-        reference = reference_of(task)
-        if reference is not None:
-            references[task.task_id] = reference
-    check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
-    agent: Any
-    if args.agent == "oracle":
-        missing = [t.task_id for t in tasks if t.task_id not in references]
-        if missing:
-            raise UserError(f"the oracle needs a reference path; these tasks have none: {missing}")
-        agent = OracleAgent(references)
-    elif args.agent == "default":
-        agent = DefaultStateAgent()
-    elif args.agent == "explore":
-        agent = ExploreAgent(seed=args.seed, steps=args.random_steps)
-    elif args.agent == "search-only":
-        from sgrgym.sgr.baselines import SearchOnlyAgent
-
-        agent = SearchOnlyAgent()
-    elif args.agent == "llm":
-        agent = _llm_agent(args)
-    else:
-        agent = RandomAgent(seed=args.seed, steps=args.random_steps)
     budget = Budget(
         max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
     )
-    renderer = _renderer(snapshot, args.no_render)
-    env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
+    env, tasks, references = open_sgr_run(
+        args.pack, files, budget, args.current_date, args.no_render
+    )
+    agent: Any
+    if args.agent == LLM_AGENT:
+        agent = _llm_agent(args)
+    else:
+        ids = tuple(t.task_id for t in tasks)
+        agent = make_agent(args.agent, AgentSetup(references, ids, args.seed, args.random_steps))
     card = run_card(env, agent, args.seed, files)
-    if args.agent == "llm":
+    if args.agent == LLM_AGENT:
         from sgrgym.sgr.llm_agent import LLMRunCard
 
         card = LLMRunCard(**card.model_dump(), llm=agent.settings)
     show = None if args.quiet else progress_bar
     try:
-        with snapshot:
+        with env.snapshot:
             report = run_tasks(env, agent, tasks, args.out, card, show, jobs=args.jobs)
-        if args.agent == "llm":
+        if args.agent == LLM_AGENT:
             agent.write_log(args.out)  # llm_run.json: the mode, cache hits, retries
     finally:
         env.close()
-        if args.agent == "llm":
+        if args.agent == LLM_AGENT:
             agent.close()
     if args.json:
         write_json(report.model_dump_json(exclude={"tasks"}))
@@ -455,6 +458,8 @@ _FAMILIES_HELP = (
 
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
+    from sgrgym.sgr.registry import agent_help
+
     sgr = areas.add_parser("sgr", help="SGR-Bench: tasks and scoring", description="SGR-Bench.")
     sgr_cmds = sgr.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -580,10 +585,8 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
     run.add_argument(
         "--agent", required=True, type=_agent_name, metavar="AGENT",
-        help="oracle (reference path), default (start page only), random (random links), "
-        "explore (seeded random operations on every kind of control), search-only (copies "
-        "the best table among the top search hits, no state operation), llm (a chat model "
-        "calling the tools: see below), or cli:NAME (an agent CLI: see below)",
+        help=f"{agent_help()}, llm (a chat model calling the tools: see below), or cli:NAME "
+        "(an agent CLI: see below)",
     )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(

@@ -1,0 +1,218 @@
+"""The report's figures, drawn with matplotlib into byte-deterministic SVG files.
+
+SVG output is fixed by a constant ``svg.hashsalt`` (the ids matplotlib generates) and no
+``Date`` metadata, with the Agg backend and matplotlib's own DejaVu fonts, so the same data
+gives the same bytes. Each function takes plain data and writes one file.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+SALT = "sgrgym-report"
+STYLE: Any = {  # (Any: matplotlib types rc keys as literals)
+    "svg.hashsalt": SALT,
+    "svg.fonttype": "path",
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+}
+BAND = 0.3  # SeekerGym figures 4a and 8: shaded bands of ± 0.3 std across episodes
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        fig.savefig(f, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def _figure(width: float = 6.0, height: float = 3.6) -> tuple[Figure, Any]:
+    with plt.rc_context(STYLE):
+        fig, ax = plt.subplots(figsize=(width, height))
+    return fig, ax
+
+
+def completeness_curves(
+    curves: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: Path, title: str
+) -> Path:
+    """Figure 4a: mean completeness per step, one line per belief, ± 0.3 std bands."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure()
+        for label, (mean, std) in curves.items():
+            steps = list(range(1, len(mean) + 1))
+            ax.plot(steps, mean, marker="o", markersize=3, label=label)
+            low = [m - BAND * s for m, s in zip(mean, std, strict=True)]
+            high = [m + BAND * s for m, s in zip(mean, std, strict=True)]
+            ax.fill_between(steps, low, high, alpha=0.2)
+        ax.set_xlabel("step")
+        ax.set_ylabel("completeness ratio")
+        ax.set_ylim(0, 1.05)
+        ax.set_title(title)
+        ax.legend(loc="lower right")
+        return _save(fig, path)
+
+
+def heatmap(
+    rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[float | None]],
+    path: Path, title: str,
+) -> Path:  # fmt: skip
+    """Figure 3: mean final completeness per topic (rows) and agent (columns)."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(1.8 + 1.1 * len(columns), 1.0 + 0.32 * len(rows))
+        data = [[math.nan if v is None else v for v in row] for row in values]
+        image = ax.imshow(data, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(columns)), labels=list(columns), rotation=30, ha="right")
+        ax.set_yticks(range(len(rows)), labels=list(rows))
+        ax.grid(False)
+        for i, row in enumerate(data):
+            for j, v in enumerate(row):
+                if not math.isnan(v):
+                    ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center",
+                            color="white" if v < 0.6 else "black", fontsize=7)  # fmt: skip
+        fig.colorbar(image, ax=ax, label="final completeness")
+        ax.set_title(title)
+        return _save(fig, path)
+
+
+def lines(
+    series: Mapping[str, Sequence[float | None]], path: Path, title: str, ylabel: str
+) -> Path:
+    """One line per series over steps (C.4: query diversity, context length per step)."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure()
+        for label, values in series.items():
+            points = [(i, v) for i, v in enumerate(values, start=1) if v is not None]
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=label)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=6, ncol=2)
+        return _save(fig, path)
+
+
+def frontier(points: Mapping[str, tuple[float, float]], path: Path, title: str) -> Path:
+    """Figure 4b: final completeness against tokens per episode (x axis flipped: cheaper is
+    to the right), with the Pareto frontier."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure()
+        for label, (cost, completeness) in points.items():
+            ax.scatter([cost], [completeness])
+            ax.annotate(label, (cost, completeness), fontsize=6)
+        best: list[tuple[float, float]] = []
+        for cost, completeness in sorted(points.values()):
+            if not best or completeness > best[-1][1]:
+                best.append((cost, completeness))
+        ax.plot([b[0] for b in best], [b[1] for b in best], linestyle="--", color="grey")
+        ax.invert_xaxis()
+        ax.set_xlabel("tokens per episode")
+        ax.set_ylabel("final completeness")
+        ax.set_title(title)
+        return _save(fig, path)
+
+
+def scatter_c(c: Sequence[float], c_hat: Sequence[float], q_hat: float, path: Path,
+              title: str) -> Path:  # fmt: skip
+    """Figures 16-19 (left): estimated ĉ against true c, with the diagonal and ± q̂."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(3.8, 3.6)
+        ax.scatter(c, c_hat, s=6, alpha=0.6)
+        ax.plot([0, 1], [0, 1], color="black", linewidth=0.8)
+        if math.isfinite(q_hat):
+            ax.plot([0, 1], [q_hat, 1 + q_hat], color="red", linestyle="--", linewidth=0.8)
+            ax.plot([0, 1], [-q_hat, 1 - q_hat], color="red", linestyle="--", linewidth=0.8)
+        ax.set_xlim(0, 1)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("true completeness c")
+        ax.set_ylabel("estimate ĉ")
+        ax.set_title(title)
+        return _save(fig, path)
+
+
+def histogram(scores: Sequence[float], q_hat: float, path: Path, title: str) -> Path:
+    """Figures 16-19 (right): nonconformity scores |c - ĉ| with q̂ marked."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(3.8, 3.0)
+        ax.hist(list(scores), bins=20, range=(0, 1), color="tab:blue", alpha=0.8)
+        if math.isfinite(q_hat):
+            ax.axvline(q_hat, color="red", linestyle="--", label=f"q̂ = {q_hat:.3f}")
+            ax.legend()
+        ax.set_xlabel("nonconformity score |c − ĉ|")
+        ax.set_ylabel("states")
+        ax.set_title(title)
+        return _save(fig, path)
+
+
+def grouped_bars(
+    groups: Sequence[str], series: Mapping[str, Sequence[float | None]], path: Path,
+    title: str, ylabel: str,
+) -> Path:  # fmt: skip
+    """Bars per group, one colour per series (SGR figure 3: Item-F1 by agent and family)."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(max(6.0, 1.2 * len(groups)), 3.6)
+        width = 0.8 / max(len(series), 1)
+        for k, (label, values) in enumerate(series.items()):
+            xs = [i + k * width for i in range(len(groups))]
+            ax.bar(xs, [0 if v is None else 100 * v for v in values], width, label=label)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], labels=list(groups),
+                      rotation=20, ha="right")  # fmt: skip
+        ax.set_ylim(0, 105)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        return _save(fig, path)
+
+
+def f1_scatter(points: Mapping[str, Sequence[tuple[float, float]]], path: Path,
+               title: str) -> Path:  # fmt: skip
+    """Item-F1 against Row-F1 per task, one colour per agent."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(4.0, 3.8)
+        for label, values in points.items():
+            ax.scatter([v[0] for v in values], [v[1] for v in values], s=12, alpha=0.6,
+                       label=label)  # fmt: skip
+        ax.plot([0, 1], [0, 1], color="black", linewidth=0.8)
+        ax.set_xlim(-0.03, 1.03)
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_xlabel("Row-F1")
+        ax.set_ylabel("Item-F1")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        return _save(fig, path)
+
+
+def stacked_shares(
+    agents: Sequence[str], categories: Sequence[str], counts: Sequence[Mapping[str, int]],
+    path: Path, title: str,
+) -> Path:  # fmt: skip
+    """SGR figure 4 / appendix G: share of each category within each agent's episodes."""
+    with plt.rc_context(STYLE):
+        fig, ax = _figure(6.5, 0.9 + 0.45 * len(agents))
+        left = [0.0] * len(agents)
+        for category in categories:
+            shares = []
+            for c in counts:
+                total = sum(c.values())
+                shares.append(c.get(category, 0) / total if total else 0.0)
+            ax.barh(list(agents), shares, left=left, label=category)
+            left = [a + b for a, b in zip(left, shares, strict=True)]
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of episodes")
+        ax.set_title(title)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
+        return _save(fig, path)

@@ -1,0 +1,462 @@
+"""``sgrgym report``: a static HTML page and a Markdown file from one or more run folders.
+
+Everything is read from the run folders' records and ``results/`` (written by ``sgrgym run``);
+figures are SVG files from :mod:`sgrgym.report.figures`. Several folders appear side by side:
+tables get one row per run and agent, figures one per run. Sections and the papers' layouts:
+
+- SeekerGym (paper 000): table 3 (agent × belief, mean ± std over seeds), figure 4a
+  (completeness per step per belief, ± 0.3 std bands), figure 3 (per-topic heatmap, dedup
+  belief), figure 4b (cost–completeness frontier, when the episodes carry token counts),
+  appendix C.4 (query diversity and context length per step), table 4 with the c vs ĉ scatter
+  and nonconformity histogram (figures 16-19), and table 9 (variance decomposition);
+- SGR-Bench (paper 003): table 2 (Row-F1 / Item-F1 / P.O.A. per variant, overall Item-F1),
+  table 3 (overall means), figure 3 (Item-F1 per source family), appendix K (per
+  cardinality bin), an Item-F1 vs Row-F1 scatter, appendix G category shares, and one page per
+  task with each agent's trajectory and the states it reached.
+
+The same run folders give the same bytes.
+"""
+
+from __future__ import annotations
+
+import html
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sgrgym.errors import UserError
+from sgrgym.runs.config import RunConfig
+from sgrgym.runs.results import (
+    CALIBRATION_JSON,
+    SEEKER_JSON,
+    SGR_JSON,
+    card_config,
+    read_json_file,
+    records,
+)
+
+FIGURES = "figures"
+TASKS = "tasks"
+CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 6px;
+font-size:13px;text-align:right}td:first-child,th:first-child{text-align:left}
+.row{display:flex;flex-wrap:wrap;gap:1em}.row figure{margin:0}img{max-width:100%}
+figcaption{font-size:12px;color:#555}.note{color:#8a4b00}code{font-size:12px}"""
+
+
+def require_report_extra() -> None:
+    """matplotlib and statsmodels (the ``report`` extra) must be installed."""
+    try:
+        import matplotlib  # noqa: F401
+        import statsmodels  # noqa: F401
+    except ImportError as exc:
+        raise UserError(
+            f"the report needs the report extra ({exc.name} is missing): "
+            'pip install -c constraints.txt -e ".[report]", or run with --no-report'
+        ) from None
+
+
+@dataclass
+class Run:
+    label: str
+    path: Path
+    config: RunConfig
+    seeker: list[dict[str, Any]] = field(default_factory=list)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    sgr: list[dict[str, Any]] = field(default_factory=list)
+
+
+def load_run(path: Path, label: str) -> Run:
+    config = card_config(path)
+    run = Run(label, path, config)
+    for name, enabled, attr in ((SEEKER_JSON, config.seeker.enabled, "seeker"),
+                                (CALIBRATION_JSON, config.calibration.enabled, "calibration"),
+                                (SGR_JSON, config.sgr.enabled, "sgr")):  # fmt: skip
+        if enabled:
+            file = path / "results" / name
+            if not file.is_file():
+                raise UserError(f"{file}: missing; finish the run first (rerun sgrgym run "
+                                "with the same --out)")  # fmt: skip
+            setattr(run, attr, read_json_file(file, "results file")["rows"])
+    return run
+
+
+class Page:
+    """HTML and Markdown written side by side."""
+
+    def __init__(self, title: str) -> None:
+        self.title = title
+        self.html: list[str] = []
+        self.md: list[str] = [f"# {title}\n"]
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.html.append(f"<h{level}>{html.escape(text)}</h{level}>")
+        self.md.append(f"{'#' * level} {text}\n")
+
+    def text(self, text: str, note: bool = False) -> None:
+        cls = ' class="note"' if note else ""
+        self.html.append(f"<p{cls}>{html.escape(text)}</p>")
+        self.md.append(f"{'> ' if note else ''}{text}\n")
+
+    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
+        )
+        self.html.append(f"<table><tr>{head}</tr>{body}</table>")
+        md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        self.md.append("\n".join(md) + "\n")
+
+    def figures(self, items: Sequence[tuple[str, str]]) -> None:
+        """(relative SVG path, caption) shown in one row."""
+        cells = "".join(
+            f'<figure><img src="{html.escape(src)}" alt="{html.escape(cap)}">'
+            f"<figcaption>{html.escape(cap)}</figcaption></figure>"
+            for src, cap in items
+        )
+        self.html.append(f'<div class="row">{cells}</div>')
+        self.md.append("\n".join(f"![{cap}]({src})" for src, cap in items) + "\n")
+
+    def link(self, href: str, text: str) -> str:
+        return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+
+    def raw(self, fragment: str, md: str) -> None:
+        self.html.append(fragment)
+        self.md.append(md)
+
+    def render_html(self, css_href: str = "") -> str:
+        body = "\n".join(self.html)
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head>\n"
+                f"<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n"
+        )  # fmt: skip
+
+    def render_md(self) -> str:
+        return "\n".join(self.md)
+
+
+def _pm(mean: Any, std: Any, scale: float = 100.0, digits: int = 1) -> str:
+    if not isinstance(mean, (int, float)):
+        return str(mean)
+    if not isinstance(std, (int, float)):
+        return f"{scale * mean:.{digits}f}"
+    return f"{scale * mean:.{digits}f} ± {scale * std:.{digits}f}"
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * value:.2f}" if isinstance(value, (int, float)) else "-"
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in text)
+
+
+# ------------------------------------------------------------------------------ SeekerGym
+
+
+def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    """Mean and std per step over the episodes of several rows (equal episode counts)."""
+    steps = len(rows[0]["completeness_by_step"])
+    mean, std = [], []
+    for i in range(steps):
+        ms = [r["completeness_by_step"][i] for r in rows]
+        ss = [r["completeness_by_step_std"][i] for r in rows]
+        m = sum(ms) / len(ms)
+        second = sum(s * s + x * x for s, x in zip(ss, ms, strict=True)) / len(ms)
+        mean.append(m)
+        std.append(max(second - m * m, 0.0) ** 0.5)
+    return mean, std
+
+
+def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.report import figures
+    from sgrgym.report.variance import decompose
+    from sgrgym.runs.main import seeker_part
+
+    runs = [r for r in runs if r.seeker]
+    if not runs:
+        return
+    page.heading("SeekerGym")
+    page.heading("Final completeness %, mean ± std over seeds (table 3 layout)", 3)
+    beliefs = list(dict.fromkeys(b for r in runs for b in r.config.seeker.beliefs))
+    body = []
+    for run in runs:
+        by_agent: dict[str, dict[str, str]] = {}
+        for row in run.seeker:
+            by_agent.setdefault(row["agent"], {})[row["belief"]] = _pm(
+                row["final_completeness"], row["final_completeness_std"]
+            )
+        body += [[run.label, a, *(c.get(b, "-") for b in beliefs)] for a, c in by_agent.items()]
+    page.table(["Run", "Agent", *beliefs], body)
+    page.text("The built-in agents draw their queries from the abstract only and never read "
+              "the belief, so their rows are the same for every belief representation; LLM "
+              "agents are where the belief matters.", note=True)  # fmt: skip
+
+    items = []
+    for run in runs:
+        curves = {}
+        for belief in run.config.seeker.beliefs:
+            rows = [r for r in run.seeker if r["belief"] == belief]
+            if rows:
+                curves[belief] = _pooled(rows)
+        name = f"{FIGURES}/{_safe(run.label)}-seeker-steps.svg"
+        figures.completeness_curves(curves, out / name, f"{run.label}: completeness per step")
+        items.append((name, f"{run.label}: completeness per step by belief (figure 4a; "
+                      "bands ± 0.3 std across episodes)"))  # fmt: skip
+    page.heading("Completeness per step (figure 4a)", 3)
+    page.figures(items)
+
+    page.heading("Per-topic difficulty (figure 3)", 3)
+    items = []
+    for run in runs:
+        belief = "dedup" if "dedup" in run.config.seeker.beliefs else run.config.seeker.beliefs[0]
+        rows = [r for r in run.seeker if r["belief"] == belief]
+        topics = sorted({t for r in rows for t in r["by_topic"]})
+        values = [[r["by_topic"].get(t) for r in rows] for t in topics]
+        name = f"{FIGURES}/{_safe(run.label)}-seeker-topics.svg"
+        figures.heatmap(topics, [r["agent"] for r in rows], values, out / name,
+                        f"{run.label}: final completeness by topic ({belief})")  # fmt: skip
+        items.append((name, f"{run.label}: mean final completeness by topic cluster and agent, "
+                      f"{belief} belief (figure 3)"))  # fmt: skip
+    page.figures(items)
+
+    page.heading("Cost–completeness frontier (figure 4b)", 3)
+    points = {f"{run.label}/{r['agent']}/{r['belief']}": (r["tokens_per_episode"],
+              r["final_completeness"]) for run in runs for r in run.seeker
+              if r.get("tokens_per_episode") is not None}  # fmt: skip
+    if points:
+        name = f"{FIGURES}/seeker-frontier.svg"
+        figures.frontier(points, out / name, "tokens per episode vs final completeness")
+        page.figures([(name, "cost–completeness frontier (figure 4b; x axis flipped)")])
+    else:
+        page.text("no LLM runs: the built-in agents spend no tokens, so there is no "
+                  "cost–completeness frontier to draw", note=True)  # fmt: skip
+
+    page.heading("Query diversity and context length per step (appendix C.4)", 3)
+    items = []
+    for run in runs:
+        label = _safe(run.label)
+        diversity = {f"{r['agent']}/{r['belief']}": r["query_diversity_by_step"]
+                     for r in run.seeker}  # fmt: skip
+        tokens = {f"{r['agent']}/{r['belief']}": r["belief_tokens_by_step"] for r in run.seeker}
+        name = f"{FIGURES}/{label}-seeker-diversity.svg"
+        figures.lines(diversity, out / name, f"{run.label}: query diversity", "1 − max cos")
+        items.append((name, f"{run.label}: query diversity per step (C.4)"))
+        name = f"{FIGURES}/{label}-seeker-context.svg"
+        figures.lines(tokens, out / name, f"{run.label}: belief length", "tokens (chars / 4)")
+        items.append((name, f"{run.label}: belief context length per step (C.4)"))
+    page.figures(items)
+
+    page.heading("Variance decomposition (table 9 layout)", 3)
+    for run in runs:
+        episodes = []
+        for agent in run.config.seeker.agents:
+            for belief in run.config.seeker.beliefs:
+                folder = run.path / seeker_part(agent, belief)
+                for e in records(folder / "episodes.jsonl", "SeekerGym episode"):
+                    episodes.append({**e, "agent": agent, "belief": belief})
+        result = decompose(episodes)
+        page.text(f"{run.label}: {result.observations} episodes; Type III ANOVA of "
+                  "c ~ belief × agent + document (OLS, sum contrasts)")  # fmt: skip
+        page.table(["Factor", "df", "F", "η²", "η²p"],
+                   [[f.factor, f"{f.df:.0f}", "—" if f.f is None else f"{f.f:.1f}",
+                     "—" if f.eta2 is None else f"{f.eta2:.3f}",
+                     "—" if f.eta2_partial is None else f"{f.eta2_partial:.3f}"]
+                    for f in result.factors])  # fmt: skip
+        if result.document_share_mixed is not None:
+            page.text(
+                f"mixed-effects model (belief × agent + topic, document as random "
+                f"intercept): the document "
+                      f"accounts for {result.document_share_mixed:.3f} of the variance left"
+            )  # fmt: skip
+        for note in result.notes:
+            page.text(note, note=True)
+
+
+def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.report import figures
+    from sgrgym.runs.main import CALIBRATION
+
+    runs = [r for r in runs if r.calibration]
+    if not runs:
+        return
+    page.heading("Completeness uncertainty: split conformal (table 4 layout)")
+    body = [[run.label, r["estimator"], _pm(r["q_hat"], r["q_hat_std"], 1, 3),
+             _pm(r["r2"], r["r2_std"], 1, 3), _pm(r["coverage"], r["coverage_std"])]
+            for run in runs for r in run.calibration]  # fmt: skip
+    page.table(["Run", "Estimator", "q̂", "R²", "Coverage %"], body)
+    for run in runs:
+        items = []
+        for row in run.calibration:
+            folder = run.path / CALIBRATION / row["estimator"]
+            pairs = [p for p in records(folder / "pairs.jsonl", "calibration pair")
+                     if p.get("c_hat") is not None]  # fmt: skip
+            q_hat = row["q_hat"] if isinstance(row["q_hat"], (int, float)) else float("inf")
+            base = f"{FIGURES}/{_safe(run.label)}-cal-{_safe(row['estimator'])}"
+            figures.scatter_c(
+                [p["c"] for p in pairs], [p["c_hat"] for p in pairs], q_hat,
+                              out / f"{base}-scatter.svg", f"{row['estimator']}: ĉ vs c"
+            )  # fmt: skip
+            figures.histogram([p["score"] for p in pairs], q_hat, out / f"{base}-scores.svg",
+                              f"{row['estimator']}: nonconformity")  # fmt: skip
+            items += [
+                (f"{base}-scatter.svg", f"{run.label} {row['estimator']}: c vs ĉ, ± q̂"),
+                (f"{base}-scores.svg", f"{run.label} {row['estimator']}: |c − ĉ|"),
+            ]
+        page.figures(items)
+
+
+# ------------------------------------------------------------------------------ SGR-Bench
+
+
+def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.report import figures
+
+    runs = [r for r in runs if r.sgr]
+    if not runs:
+        return
+    page.heading("SGR-Bench")
+    page.heading("Main results (table 2 layout)", 3)
+    body = []
+    for run in runs:
+        for r in run.sgr:
+            cells = [run.label, r["agent"]]
+            for variant in ("CG", "GO"):
+                g = r["by_variant"].get(variant, {})
+                cells += [_pct(g.get("row_f1")), _pct(g.get("item_f1")), _pct(g.get("poa"))]
+            body.append([*cells, _pct(r["overall"].get("item_f1"))])
+    page.table(["Run", "Agent", "CG Row-F1", "CG Item-F1", "CG P.O.A.", "GO Row-F1",
+                "GO Item-F1", "GO P.O.A.", "Overall Item-F1"], body)  # fmt: skip
+    page.heading("All task variants (table 3 layout)", 3)
+    rows = sorted(((run.label, r) for run in runs for r in run.sgr),
+                  key=lambda x: -(x[1]["overall"].get("item_f1") or 0))  # fmt: skip
+    page.table(["Run", "Agent", "Item-F1", "Row-F1", "P.O.A.", "n"],
+               [[lbl, r["agent"], _pct(r["overall"].get("item_f1")),
+                 _pct(r["overall"].get("row_f1")), _pct(r["overall"].get("poa")),
+                 str(r["overall"].get("n", ""))] for lbl, r in rows])  # fmt: skip
+
+    page.heading("Item-F1 by source family (figure 3) and by cardinality (appendix K)", 3)
+    items = []
+    for run in runs:
+        families = sorted({f for r in run.sgr for f in r["by_family"]})
+        series = {r["agent"]: [r["by_family"].get(f, {}).get("item_f1") for f in families]
+                  for r in run.sgr}  # fmt: skip
+        name = f"{FIGURES}/{_safe(run.label)}-sgr-families.svg"
+        figures.grouped_bars(families, series, out / name, f"{run.label}: Item-F1 by family",
+                             "Item-F1 %")  # fmt: skip
+        items.append((name, f"{run.label}: Item-F1 by agent and source family (figure 3)"))
+    page.figures(items)
+    bins = list(dict.fromkeys(b for run in runs for r in run.sgr for b in r["by_cardinality"]))
+    page.table(["Run", "Agent", *(f"{b} rows Item-F1 (n)" for b in bins)],
+               [[run.label, r["agent"],
+                 *(f"{_pct(r['by_cardinality'].get(b, {}).get('item_f1'))} "
+                   f"({r['by_cardinality'].get(b, {}).get('n', 0)})" for b in bins)]
+                for run in runs for r in run.sgr])  # fmt: skip
+
+    page.heading("Item-F1 vs Row-F1 per task, and appendix G categories", 3)
+    from sgrgym.runs.main import sgr_part
+
+    items = []
+    for run in runs:
+        points = {}
+        for r in run.sgr:
+            scores = read_json_file(run.path / sgr_part(r["agent"]) / "scores.json", "scores")
+            points[r["agent"]] = [(t["row_f1"], t["item_f1"]) for t in scores["tasks"]]
+        name = f"{FIGURES}/{_safe(run.label)}-sgr-f1.svg"
+        figures.f1_scatter(points, out / name, f"{run.label}: Item-F1 vs Row-F1")
+        items.append((name, f"{run.label}: Item-F1 against Row-F1, one point per task"))
+        categories = sorted({c for r in run.sgr for c in r["categories"]})
+        name = f"{FIGURES}/{_safe(run.label)}-sgr-categories.svg"
+        figures.stacked_shares([r["agent"] for r in run.sgr], categories,
+                               [r["categories"] for r in run.sgr], out / name,
+                               f"{run.label}: episode categories")  # fmt: skip
+        items.append((name, f"{run.label}: share of each appendix G category per agent"))
+    page.figures(items)
+    categories = sorted({c for run in runs for r in run.sgr for c in r["categories"]})
+    page.table(["Run", "Agent", *categories],
+               [[run.label, r["agent"], *(str(r["categories"].get(c, 0)) for c in categories)]
+                for run in runs for r in run.sgr])  # fmt: skip
+    _task_pages(page, runs, out)
+
+
+def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.runs.main import sgr_part
+
+    tasks: dict[str, list[tuple[str, str, dict[str, Any], dict[str, Any]]]] = {}
+    for run in runs:
+        for r in run.sgr:
+            folder = run.path / sgr_part(r["agent"])
+            scores = {t["task_id"]: t for t in read_json_file(folder / "scores.json",
+                                                              "scores")["tasks"]}  # fmt: skip
+            for t in records(folder / "trajectories.jsonl", "SGR trajectory"):
+                tasks.setdefault(t["task_id"], []).append(
+                    (run.label, r["agent"], t, scores.get(t["task_id"], {}))
+                )
+    links = []
+    for task_id, entries in sorted(tasks.items()):
+        sub = Page(f"SGR task {task_id}")
+        for label, agent, trajectory, score in entries:
+            sub.heading(f"{label} / {agent}")
+            sub.text(f"Item-F1 {_pct(score.get('item_f1'))}, Row-F1 {_pct(score.get('row_f1'))}, "
+                     f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.get('ended_by')}; "
+                     f"category: {trajectory.get('diagnostics', {}).get('category')}")  # fmt: skip
+            steps = trajectory.get("steps", [])
+            sub.table(["Step", "Tool", "Arguments", "State reached", "Match", "Status"],
+                      [[str(s.get("step")), str(s.get("tool")),
+                        "; ".join(f"{k}={v}" for k, v in sorted(s.get("args", {}).items()))[:160],
+                        str(s.get("state", "")), str(s.get("match", "")), str(s.get("status", ""))]
+                       for s in steps])  # fmt: skip
+            reached = sorted(
+                {s["state"] for s in steps if s.get("state") and s.get("status") == 200}
+            )
+            sub.text("reached states: " + (", ".join(reached) if reached else "none"))
+            diagnostics = trajectory.get("diagnostics", {})
+            sub.table(["Diagnostic", "Value"],
+                      [[k, str(v)] for k, v in sorted(diagnostics.items())])  # fmt: skip
+        name = f"{TASKS}/{_safe(task_id)}"
+        (out / f"{name}.html").write_text(sub.render_html(), encoding="utf-8")
+        (out / f"{name}.md").write_text(sub.render_md(), encoding="utf-8")
+        links.append((name, task_id))
+    page.heading("Per-task pages (trajectory and reached states)", 3)
+    page.raw("<p>" + " ".join(page.link(f"{n}.html", t) for n, t in links) + "</p>",
+             " ".join(f"[{t}]({n}.md)" for n, t in links) + "\n")  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ the report
+
+
+def _labels(dirs: Sequence[Path]) -> list[str]:
+    """Run labels: ``run`` for a single folder (so the report does not depend on where the
+    folder is), else the folder names, made unique."""
+    if len(dirs) == 1:
+        return ["run"]
+    labels: list[str] = []
+    for d in dirs:
+        base = d.resolve().name or "run"
+        label, n = base, 2
+        while label in labels:
+            label, n = f"{base}-{n}", n + 1
+        labels.append(label)
+    return labels
+
+
+def write_report(dirs: Sequence[Path], out: Path) -> Path:
+    """Write ``out/index.html``, ``out/report.md``, ``out/figures/`` and ``out/tasks/``."""
+    require_report_extra()
+    runs = [load_run(d, label) for d, label in zip(dirs, _labels(dirs), strict=True)]
+    for sub in (FIGURES, TASKS):
+        if (out / sub).is_dir():
+            shutil.rmtree(out / sub)
+        (out / sub).mkdir(parents=True)
+    page = Page("sgrgym report")
+    page.table(["Run", "Config sha256"], [[r.label, r.config.sha256()[:16]] for r in runs])
+    _seeker(page, runs, out)
+    _calibration(page, runs, out)
+    _sgr(page, runs, out)
+    (out / "index.html").write_text(page.render_html(), encoding="utf-8")
+    (out / "report.md").write_text(page.render_md(), encoding="utf-8")
+    return out / "index.html"

@@ -1,0 +1,108 @@
+"""``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report`` (handlers import lazily)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sgrgym.runs.config import load_config
+    from sgrgym.runs.main import run_all
+
+    config = load_config(args.config)
+    if args.agent:
+        extra = [a for a in args.agent if a not in config.sgr.agents]
+        config = config.model_copy(
+            update={"sgr": config.sgr.model_copy(update={"agents": [*config.sgr.agents, *extra]})}
+        )
+    if args.seeds is not None:
+        config = config.model_copy(
+            update={"seeker": config.seeker.model_copy(update={"seeds": args.seeds})}
+        )
+    places = run_all(args.out, config, show_progress=not args.quiet, report=not args.no_report)
+    _print_places(places)
+    return 0
+
+
+def _print_places(places: dict[str, Path]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="sgrgym run: where everything is")
+    table.add_column("What")
+    table.add_column("Where")
+    for what, path in places.items():
+        table.add_row(what, str(path))
+    Console().print(table)
+
+
+def cmd_verify_run(args: argparse.Namespace) -> int:
+    from sgrgym.runs.verify import verify_run
+
+    problems = verify_run(args.dir)
+    if problems:
+        for problem in problems:
+            print(f"FAILED {problem}")
+        print(f"\n{args.dir}: {len(problems)} problem(s)")
+        return 1
+    print(f"{args.dir}: every hash matches and every metric recomputes from the records")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
+    from sgrgym.report.html import require_report_extra, write_report
+
+    require_report_extra()
+    out = args.out
+    if out is None:
+        if len(args.dirs) > 1:
+            raise UserError("several run folders: name the report folder with --out DIR")
+        out = args.dirs[0] / "report"
+    index = write_report(args.dirs, out)
+    print(f"{index}\n{out / 'report.md'}")
+    return 0
+
+
+def add_commands(areas: Any) -> None:
+    """Register ``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report``."""
+    run = areas.add_parser(
+        "run", help="the main job: both benchmarks, calibration and the report, one run folder",
+        description="Run SeekerGym (the built-in agents x the three belief representations x "
+        "seeds), the calibration protocol (table 4) and SGR-Bench (oracle, default, "
+        "search-only, random and any --agent), offline, into one resumable run folder with "
+        "every record, the summary tables and the HTML report. Without --config the "
+        "embedded default runs.",
+    )  # fmt: skip
+    run.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run folder")
+    run.add_argument("--config", type=Path, metavar="FILE.toml",
+                     help="TOML: [seeker], [calibration], [sgr] tables (agents, beliefs, "
+                     "seeds, models, budgets); default: the embedded one")  # fmt: skip
+    run.add_argument("--agent", nargs="+", metavar="NAME",
+                     help="further SGR agents by name (see sgrgym sgr run --help)")  # fmt: skip
+    run.add_argument("--seeds", type=int, metavar="N", help="SeekerGym seeds (overrides config)")
+    run.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    run.set_defaults(handler=cmd_run)
+
+    verify = areas.add_parser(
+        "verify-run", help="check every hash of a run folder and recompute its metrics",
+        description="Check the sha256 of every file listed in complete.json (and of the "
+        "manifests in run.json), recompute every summary from the records (SeekerGym "
+        "summaries, calibration tables, SGR scores, results/) and compare. Exit 1 and name "
+        "each file that differs.",
+    )  # fmt: skip
+    verify.add_argument("dir", type=Path, metavar="DIR")
+    verify.set_defaults(handler=cmd_verify_run)
+
+    report = areas.add_parser(
+        "report", help="static HTML + Markdown report with figures from run folders",
+        description="Write index.html and report.md with matplotlib figures (SVG, "
+        "byte-deterministic) from one or more sgrgym run folders, side by side.",
+    )  # fmt: skip
+    report.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    report.add_argument("--out", type=Path, metavar="DIR",
+                        help="report folder (default: DIR/report for one run)")  # fmt: skip
+    report.set_defaults(handler=cmd_report)

@@ -1,0 +1,312 @@
+"""``sgrgym run``: both benchmarks, the calibration protocol and the report in one run folder.
+
+Layout of ``OUT``:
+
+- ``run.json``: the run card: the whole config and its sha256, the seeds, the models and
+  endpoints, the sha256 of every manifest used (pack, passage store, embedding models, corpus,
+  task files, prompts), and the environment (:mod:`sgrgym.runs.environment`);
+- ``seeker/<agent>__<belief>/``: one SeekerGym run folder per agent and belief
+  (:func:`sgrgym.seeker.run.run_seeker`: episodes, summary, its own card);
+- ``calibration/``: the calibration protocol (:mod:`sgrgym.seeker.calibrate`);
+- ``sgr/<agent>/``: one SGR run folder per agent (:func:`sgrgym.sgr.run.run_tasks`);
+- ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.runs.results`);
+- ``report/``: the HTML and Markdown report (:mod:`sgrgym.report.html`);
+- ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings, which
+  differ between two runs), written last.
+
+Every part is itself a resumable run folder, so a run killed at any point resumes where it
+stopped, and a finished part is only re-summarized. The whole folder is locked while it runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from sgrgym.errors import UserError
+from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.report.output import progress
+from sgrgym.runs.config import RunConfig
+from sgrgym.runs.environment import file_hashes
+from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
+
+Progress = Callable[[int, int, str], None]
+
+SEEKER = "seeker"
+CALIBRATION = "calibration"
+SGR = "sgr"
+RESULTS = "results"
+REPORT = "report"
+VOLATILE = ("timings.jsonl",)  # wall-clock seconds: the only records that differ between runs
+
+
+class TopCard(BaseModel):
+    """The card of a ``sgrgym run`` folder."""
+
+    kind: str = "sgrgym run"
+    config: dict[str, Any]
+    config_sha256: str
+    seeds: dict[str, Any]
+    models: dict[str, str]
+    endpoints: list[str]  # LLM endpoints (none for the built-in agents)
+    manifests: dict[str, dict[str, str]]  # label -> path and sha256 of every file used
+    tool_schemas_sha256: str | None
+
+
+def seeker_part(agent: str, belief: str) -> str:
+    return f"{SEEKER}/{agent}__{belief}"
+
+
+def sgr_part(agent: str) -> str:
+    return f"{SGR}/{agent}"
+
+
+@dataclass
+class _Seeker:
+    env: Any
+    corpus_file: Path
+    store_dir: Path
+    docs: list[str]
+    query_cache: Path  # shared by the episodes and the calibration (each text embedded once)
+
+
+def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
+    from sgrgym.seeker.calibrate import open_embedder, open_store, prime_passage_vectors
+    from sgrgym.seeker.commands import corpus_path, store_path
+    from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.pinned import load_pinned_corpus
+
+    cfg = config.seeker
+    corpus_file, store_dir = corpus_path(cfg.corpus), store_path(cfg.corpus, cfg.model)
+    corpus = load_pinned_corpus(corpus_file, store_dir, True)
+    # A text's vector depends on that text only (each is embedded alone, unpadded), so one
+    # cache for every part changes no result, and a resumed run gets the same vectors.
+    embedder = open_embedder(cfg.model, query_cache)
+    store = open_store(corpus, store_dir, embedder)
+    prime_passage_vectors(embedder, corpus, store)  # the agents' passage-text queries: cached
+    env = SeekerEnv(corpus, store, embedder.embed, cfg.theta, cfg.steps)
+    docs = cfg.docs or store.documents()
+    unknown = sorted(set(docs) - set(store.documents()))
+    if unknown:
+        raise UserError(f"seeker.docs: no such documents in {store_dir}: {unknown[:5]}")
+    return _Seeker(env, corpus_file, store_dir, list(docs), query_cache)
+
+
+@dataclass
+class _Sgr:
+    env: Any
+    tasks: list[Any]
+    files: list[Path]
+    setup: Any
+
+
+def _open_sgr(config: RunConfig) -> _Sgr:
+    from sgrgym.sgr.commands import demo_task_files, open_sgr_run
+    from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.registry import AgentSetup
+
+    cfg = config.sgr
+    files = list(cfg.tasks) or demo_task_files()
+    budget = Budget(max_tool_calls=cfg.max_tool_calls, max_wall_s=cfg.max_wall_s,
+                    stall_s=cfg.stall_s)  # fmt: skip
+    env, tasks, references = open_sgr_run(cfg.pack, files, budget, cfg.current_date,
+                                          not cfg.render)  # fmt: skip
+    setup = AgentSetup(references, tuple(t.task_id for t in tasks), cfg.seed, cfg.random_steps)
+    return _Sgr(env, tasks, files, setup)
+
+
+def _prompt_files() -> dict[str, Path]:
+    root = Path(__file__).resolve().parents[1]
+    files = sorted((root / "sgr" / "prompts").glob("*")) + sorted(
+        (root / "seeker" / "prompts").glob("*")
+    )
+    return {f"prompt:{p.parent.parent.name}/{p.name}": p for p in files if p.is_file()}
+
+
+def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, dict[str, str]]:
+    """``{label: {"path", "sha256"}}`` of every manifest, task, prompt and schema file used."""
+    files = _prompt_files()
+    if seeker is not None:
+        from sgrgym.seeker.embed import DEFAULT_MODELS_DIR, MODELS_MANIFEST
+
+        files["corpus"] = seeker.corpus_file
+        corpus_manifest = seeker.corpus_file.parent / "manifest.json"
+        if corpus_manifest.is_file():
+            files["corpus manifest"] = corpus_manifest
+        files["passage store manifest"] = seeker.store_dir / "manifest.json"
+        files["embedding models manifest"] = DEFAULT_MODELS_DIR / MODELS_MANIFEST
+    if sgr is not None:
+        files["pack manifest"] = sgr.env.snapshot.pack_dir / "manifest.json"
+        for path in sgr.files:
+            files[f"task file {path}"] = path
+        task_manifest = Path("tasks/sgr/manifest.json")
+        if task_manifest.is_file():
+            files["task manifest"] = task_manifest
+    hashes = file_hashes(files)
+    return {label: {"path": str(files[label]), "sha256": digest}
+            for label, digest in hashes.items()}  # fmt: skip
+
+
+def _tool_schemas_sha256() -> str:
+    """The SGR tools offered to agents (their names: the schemas land with the LLM agents)."""
+    from sgrgym.sgr.prompt import DEFAULT_TOOLS
+
+    return sha256_bytes(canonical_json(list(DEFAULT_TOOLS)).encode())
+
+
+def _card(config: RunConfig, seeker: _Seeker | None, sgr: _Sgr | None) -> TopCard:
+    models = {}
+    if seeker is not None:
+        models["embedder"] = seeker.env.store.manifest.model_id
+    return TopCard(
+        config=config.model_dump(mode="json"), config_sha256=config.sha256(),
+        seeds={"seeker": config.seeker.seeds, "calibration_split_seed": config.calibration.seed,
+               "calibration_estimator_seeds": config.calibration.seeds,
+               "sgr": config.sgr.seed},
+        models=models, endpoints=[], manifests=_manifests(seeker, sgr),
+        tool_schemas_sha256=_tool_schemas_sha256() if sgr is not None else None,
+    )  # fmt: skip
+
+
+def _check_names(config: RunConfig) -> None:
+    """Every agent, belief and estimator named in the config exists (before anything runs)."""
+    from sgrgym.seeker.agents import make_agent as seeker_agent
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.sgr.registry import agent_names
+
+    for key, names in (("seeker.agents", config.seeker.agents),
+                       ("seeker.beliefs", config.seeker.beliefs),
+                       ("sgr.agents", config.sgr.agents),
+                       ("calibration.estimators", config.calibration.estimators)):  # fmt: skip
+        if len(set(names)) != len(names):
+            raise UserError(f"{key}: a name is given twice ({names})")
+    for key, check in (("seeker.agents", seeker_agent), ("seeker.beliefs", belief_renderer)):
+        for name in getattr(config.seeker, key.split(".")[1]):
+            try:
+                check(name)
+            except UserError as exc:
+                raise UserError(f"{key}: {exc}") from None
+    unknown = [a for a in config.sgr.agents if a not in agent_names()]
+    if unknown:
+        raise UserError(f"sgr.agents: no SGR agent {unknown[0]!r}; agents: "
+                        f"{', '.join(agent_names())}")  # fmt: skip
+
+
+def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
+    from sgrgym.seeker.agents import make_agent
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.run import run_seeker
+
+    cfg = config.seeker
+    for agent_name in cfg.agents:
+        for belief in cfg.beliefs:
+            progress(f"SeekerGym: agent {agent_name}, belief {belief}")
+            run_seeker(seeker.env, make_agent(agent_name, cfg.queries_per_step),
+                       belief_renderer(belief), belief, seeker.docs, cfg.seeds,
+                       out / seeker_part(agent_name, belief), bar)  # fmt: skip
+
+
+def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
+    from sgrgym.seeker.calibrate import CalibrateOptions, calibration_folder, run_calibration
+
+    cfg = config.calibration
+    progress(f"Calibration: {', '.join(cfg.estimators)}")
+    options = CalibrateOptions(
+        corpus_file=seeker.corpus_file, store_dir=seeker.store_dir, model=config.seeker.model,
+        estimators=tuple(cfg.estimators), alpha=cfg.alpha, splits=cfg.splits, seeds=cfg.seeds,
+        seed=cfg.seed, stopping=cfg.stopping, stop_deltas=tuple(cfg.stop_deltas),
+        agent=cfg.agent, steps=cfg.steps, theta=config.seeker.theta, out=out / CALIBRATION,
+        query_cache=seeker.query_cache,
+    )  # fmt: skip
+    with calibration_folder(options) as finish:
+        run_calibration(options, bar)
+        finish()
+
+
+def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> None:
+    from sgrgym.sgr.registry import make_agent
+    from sgrgym.sgr.run import run_card, run_tasks
+
+    for name in config.sgr.agents:
+        progress(f"SGR: agent {name}")
+        agent = make_agent(name, sgr.setup)
+        card = run_card(sgr.env, agent, config.sgr.seed, sgr.files)
+        run_tasks(sgr.env, agent, sgr.tasks, out / sgr_part(name), card, bar)
+
+
+def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """(sha256 of every result and record file, sha256 of the volatile timing files) under
+    ``out``; locks, temporary files and the top completion marker are left out."""
+    files: dict[str, str] = {}
+    volatile: dict[str, str] = {}
+    for path in sorted(out.rglob("*")):
+        rel = path.relative_to(out).as_posix()
+        if not path.is_file() or path.name == LOCK or path.name.endswith(".tmp"):
+            continue
+        if rel == COMPLETE:
+            continue
+        (volatile if path.name in VOLATILE else files)[rel] = sha256_file(path)[0]
+    return files, volatile
+
+
+def run_all(
+    out: Path, config: RunConfig, show_progress: bool = True, report: bool = True
+) -> dict[str, Path]:
+    """Run everything ``config`` names into ``out``; returns where each part is."""
+    from sgrgym.report.output import progress_bar
+    from sgrgym.runs.results import write_results
+
+    if report:
+        from sgrgym.report.html import require_report_extra
+
+        require_report_extra()
+    _check_names(config)
+    bar = progress_bar if show_progress else None
+    need_seeker = config.seeker.enabled or config.calibration.enabled
+    with ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sgrgym-run-")))
+        seeker = _open_seeker(config, scratch / "query-cache.sqlite") if need_seeker else None
+        sgr = _open_sgr(config) if config.sgr.enabled else None
+        if sgr is not None:
+            stack.enter_context(sgr.env.snapshot)
+        card = _card(config, seeker, sgr)
+        with open_run_folder(out, card, finals=(RESULTS, REPORT)) as folder:
+            if seeker is not None and config.seeker.enabled:
+                _run_seeker(out, config, seeker, bar)
+            if seeker is not None and config.calibration.enabled:
+                _run_calibration(out, config, seeker, bar)
+            if sgr is not None:
+                _run_sgr(out, config, sgr, bar)
+            progress("Results: summary tables from the records")
+            write_results(out, config)
+            if report:
+                from sgrgym.report.html import write_report
+
+                progress("Report: HTML, Markdown and figures")
+                write_report([out], out / REPORT)
+            files, volatile = pinned_files(out)
+            folder.write_final(COMPLETE, canonical_json({"files": files, "volatile": volatile}))
+    return where(out, config, report)
+
+
+def where(out: Path, config: RunConfig, report: bool) -> dict[str, Path]:
+    """What the run folder holds, part by part."""
+    places: dict[str, Path] = {"run card": out / "run.json"}
+    if config.seeker.enabled:
+        places["SeekerGym episodes"] = out / SEEKER
+    if config.calibration.enabled:
+        places["calibration"] = out / CALIBRATION
+    if config.sgr.enabled:
+        places["SGR answers and trajectories"] = out / SGR
+    places["summary tables"] = out / RESULTS
+    if report:
+        places["report (HTML)"] = out / REPORT / "index.html"
+        places["report (Markdown)"] = out / REPORT / "report.md"
+    places["completion marker"] = out / COMPLETE
+    return places
