@@ -349,3 +349,71 @@ def test_variance_decomposition_on_tiny_data_says_so_and_never_raises() -> None:
                             ("b", "d2", 0.9))]  # fmt: skip
     result = decompose(tiny)
     assert result.observations == 4 and result.notes  # no residual variance: said so
+
+
+def test_an_llm_table_runs_both_llm_agents_and_replays_byte_identical(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import socket
+    from typing import Any
+
+    from chat_server import scripted
+
+    from sgrgym.runs.loopback import serve_http
+
+    def script(body: dict[str, Any]) -> Any:
+        if body.get("tools"):  # the SGR agent: one final answer, no tool call
+            return "```\nanswer|1\n```"
+        return "Query: how to configure settings\nQuery: database models"  # SeekerGym
+
+    first = next(iter(corpus_path("demo").open(encoding="utf-8").readlines()[1:2]))
+    doc = json.loads(first)["id"]
+    line = (ROOT / "tasks" / "sgr" / "cwe" / "constraint.jsonl").read_text("utf-8").splitlines()
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(line[0] + "\n", "utf-8")
+
+    def config(url: str) -> Path:
+        path = tmp_path / "llm.toml"
+        path.write_text(f"""
+[seeker]
+agents = []
+seeds = 1
+steps = 2
+docs = ["{doc}"]
+
+[calibration]
+enabled = false
+
+[sgr]
+agents = []
+tasks = ["{tasks}"]
+
+[llm]
+model = "tiny"
+base_url = "{url}/v1"
+cache = "{tmp_path / "calls.sqlite"}"
+mode = "{"record" if url != "http://127.0.0.1:9" else "replay"}"
+""", encoding="utf-8")  # fmt: skip
+        return path
+
+    handler = scripted(script)
+    with serve_http(handler) as url:
+        assert main(["run", "--out", str(tmp_path / "rec"), "--config", str(config(url)),
+                     "--quiet", "--no-report"]) == 0  # fmt: skip
+    assert handler.received
+    recorded_url = url
+
+    def refuse(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"a connection was attempted to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    text = config(recorded_url).read_text("utf-8").replace('mode = "record"', 'mode = "replay"')
+    config(recorded_url).write_text(text, "utf-8")
+    assert main(["run", "--out", str(tmp_path / "rep"), "--config", str(tmp_path / "llm.toml"),
+                 "--quiet", "--no-report"]) == 0  # fmt: skip
+    rec, rep = _results(tmp_path / "rec"), _results(tmp_path / "rep")
+    assert rec == rep
+    assert {"seeker/llm__trajectory/summary.json", "seeker/llm__oracle/episodes.jsonl",
+            "sgr/llm/scores.json", "sgr/llm/llm_totals.json"} <= set(rec)  # fmt: skip
+    assert json.loads((tmp_path / "rep" / "sgr" / "llm" / "llm_run.json").read_text())
+    assert main(["verify-run", str(tmp_path / "rep")]) == 0

@@ -114,15 +114,20 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def resolve_base_url(model: str, base_url: str | None) -> str | None:
+    """``base_url``, or for ``local:NAME`` the URL of ``sgrgym llm serve`` (its default port)."""
+    if base_url is None and model.startswith(LOCAL_PREFIX):
+        return f"http://127.0.0.1:{LOCAL_PORT}/v1"
+    return base_url
+
+
 def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptions:
     from sgrgym.llm.settings import LLMOptions as Options
 
     model = getattr(args, "llm_model", None)
     if not model:
         raise UserError(f"{what} needs a model: --llm-model NAME (local:NAME for llm serve)")
-    base_url = args.base_url
-    if base_url is None and model.startswith(LOCAL_PREFIX):
-        base_url = f"http://127.0.0.1:{LOCAL_PORT}/v1"
+    base_url = resolve_base_url(model, args.base_url)
     if not base_url:
         raise UserError(f"{what} needs --base-url URL (an OpenAI-compatible API)")
     if args.llm_cache is None:

@@ -254,7 +254,7 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
     page.heading("Variance decomposition (table 9 layout)", 3)
     for run in runs:
         episodes = []
-        for agent in run.config.seeker.agents:
+        for agent in run.config.seeker_agents():
             for belief in run.config.seeker.beliefs:
                 folder = run.path / seeker_part(agent, belief)
                 for e in records(folder / "episodes.jsonl", "SeekerGym episode"):

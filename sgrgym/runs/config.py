@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_json
 from sgrgym.inputs import read_text
+from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -77,16 +79,61 @@ class SgrConfig(BaseModel):
     render: bool = True
 
 
+class LLMConfig(BaseModel):
+    """An LLM agent for both benchmarks (the ``llm`` agent of ``seeker run`` and ``sgr run``):
+    which model, where, how it samples, where its calls are recorded. Defaults as on the
+    command line; the cache mode is not part of the run (a record and its replay are one)."""
+
+    model_config = _STRICT
+
+    model: str  # local:NAME: a model of `sgrgym llm serve`
+    base_url: str | None = None  # None: the llm serve URL for local:NAME
+    api_key_env: str = "OPENAI_API_KEY"
+    cache: Path | None = None  # the recorded calls (requests-cache SQLite); needed to run
+    mode: Literal["record", "replay", "refresh"] = "replay"
+    temperature: float = 0.0
+    top_p: float | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None  # None: each episode's seed
+    seeker: bool = True  # the SeekerGym LLM agent, over every belief in seeker.beliefs
+    queries_per_step: int | None = Field(default=None, ge=1)  # None: the agent's default
+    sgr: bool = True  # the SGR LLM agent
+    max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1)
+    result_chars: int = Field(default=DEFAULT_RESULT_CHARS, ge=1)
+    keep_results: int = Field(default=DEFAULT_KEEP_RESULTS, ge=0)
+    site_ops: bool = False  # appendix C: the paper's agents had no site operations
+
+
 class RunConfig(BaseModel):
     model_config = _STRICT
 
     seeker: SeekerConfig = SeekerConfig()
     calibration: CalibrationConfig = CalibrationConfig()
     sgr: SgrConfig = SgrConfig()
+    llm: LLMConfig | None = None
+
+    def seeker_agents(self) -> list[str]:
+        """The SeekerGym agents run: ``[seeker] agents``, then ``llm`` with an ``[llm]`` table."""
+        llm = ["llm"] if self.llm is not None and self.llm.seeker else []
+        return [*self.seeker.agents, *llm]
+
+    def sgr_agents(self) -> list[str]:
+        """The SGR agents run: ``[sgr] agents``, then ``llm`` with an ``[llm]`` table."""
+        llm = ["llm"] if self.llm is not None and self.llm.sgr else []
+        return [*self.sgr.agents, *llm]
+
+    def card(self) -> dict[str, object]:
+        """Every setting (defaults included) as the run card holds it; the LLM cache's path
+        and mode are left out (where a recording lies, and whether it was recorded or
+        replayed, is not what was run: a record and its replay have one card)."""
+        data = self.model_dump(mode="json")
+        if data.get("llm"):
+            data["llm"] = {k: v for k, v in data["llm"].items() if k not in ("cache", "mode")}
+        return data
 
     def sha256(self) -> str:
-        """The canonical hash of every setting (defaults included) for the run card."""
-        return sha256_json(self.model_dump(mode="json"))
+        """The canonical hash of :meth:`card` for the run card."""
+        return sha256_json(self.card())
 
 
 DEFAULT_CONFIG_TOML = f"""\

@@ -11,8 +11,8 @@ Layout of ``OUT``:
 - ``sgr/<agent>/``: one SGR run folder per agent (:func:`sgrgym.sgr.run.run_tasks`);
 - ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.runs.results`);
 - ``report/``: the HTML and Markdown report (:mod:`sgrgym.report.html`);
-- ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings, which
-  differ between two runs), written last.
+- ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings and the
+  LLM call logs, which differ between two runs), written last.
 
 Every part is itself a resumable run folder, so a run killed at any point resumes where it
 stopped, and a finished part is only re-summarized. The whole folder is locked while it runs.
@@ -32,7 +32,7 @@ from pydantic import BaseModel
 from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
 from sgrgym.report.output import progress
-from sgrgym.runs.config import RunConfig
+from sgrgym.runs.config import LLMConfig, RunConfig
 from sgrgym.runs.environment import file_hashes
 from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
 
@@ -43,7 +43,9 @@ CALIBRATION = "calibration"
 SGR = "sgr"
 RESULTS = "results"
 REPORT = "report"
-VOLATILE = ("timings.jsonl",)  # wall-clock seconds: the only records that differ between runs
+# What differs between two runs of one config: wall-clock seconds, and the LLM call log (cache
+# hits and network attempts: a record and its replay differ there, and only there).
+VOLATILE = ("timings.jsonl", "llm_run.json")
 
 
 class TopCard(BaseModel):
@@ -162,14 +164,18 @@ def _tool_schemas_sha256() -> str:
 
 def _card(config: RunConfig, seeker: _Seeker | None, sgr: _Sgr | None) -> TopCard:
     models = {}
+    endpoints = []
     if seeker is not None:
         models["embedder"] = seeker.env.store.manifest.model_id
+    if config.llm is not None:
+        models["llm"] = config.llm.model
+        endpoints.append(_llm_options(config.llm).base_url)
     return TopCard(
-        config=config.model_dump(mode="json"), config_sha256=config.sha256(),
+        config=config.card(), config_sha256=config.sha256(),
         seeds={"seeker": config.seeker.seeds, "calibration_split_seed": config.calibration.seed,
                "calibration_estimator_seeds": config.calibration.seeds,
                "sgr": config.sgr.seed},
-        models=models, endpoints=[], manifests=_manifests(seeker, sgr),
+        models=models, endpoints=endpoints, manifests=_manifests(seeker, sgr),
         tool_schemas_sha256=_tool_schemas_sha256() if sgr is not None else None,
     )  # fmt: skip
 
@@ -212,6 +218,50 @@ def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | N
                        out / seeker_part(agent_name, belief), bar)  # fmt: skip
 
 
+def _llm_options(cfg: LLMConfig) -> Any:
+    """The chat client's settings from the ``[llm]`` table (as ``--llm-*`` options give them)."""
+    from sgrgym.llm.options import resolve_base_url
+    from sgrgym.llm.settings import LLMOptions
+
+    if cfg.cache is None:
+        raise UserError("llm.cache: name the file where the model calls are recorded")
+    base_url = resolve_base_url(cfg.model, cfg.base_url)
+    if not base_url:
+        raise UserError(f"llm.base_url: needed for the model {cfg.model!r} (not local:NAME)")
+    return LLMOptions(
+        model=cfg.model, base_url=base_url, api_key_env=cfg.api_key_env, cache=cfg.cache,
+        mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
+        seed=cfg.seed,
+    )  # fmt: skip
+
+
+def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
+    """The SeekerGym LLM agent over every belief of ``[seeker]`` (``seeker/llm__<belief>``)."""
+    from sgrgym.llm.options import open_meter
+    from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
+    from sgrgym.seeker.run import run_seeker
+
+    assert config.llm is not None
+    options = _llm_options(config.llm)
+    settings = LLMAgentSettings(
+        queries_per_step=config.llm.queries_per_step or DEFAULT_QUERIES, seed=options.seed,
+        sampling=options.sampling(),
+    )  # fmt: skip
+    for belief in config.seeker.beliefs:
+        progress(f"SeekerGym: agent llm ({options.model}), belief {belief}")
+        render = belief_renderer(belief)
+        agent = LLMSeekerAgent(open_meter(options), render, settings)
+        part = out / seeker_part("llm", belief)
+        try:
+            run_seeker(seeker.env, agent, render, belief, seeker.docs, config.seeker.seeds,
+                       part, bar)  # fmt: skip
+        finally:
+            if part.is_dir():
+                agent.meter.write_log(part)  # the mode and cache hits: a log, not a result
+            agent.meter.client.close()
+
+
 def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
     from sgrgym.seeker.calibrate import CalibrateOptions, calibration_folder, run_calibration
 
@@ -238,6 +288,25 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
         agent = make_agent(name, sgr.setup)
         card = run_card(sgr.env, agent, config.sgr.seed, sgr.files)
         run_tasks(sgr.env, agent, sgr.tasks, out / sgr_part(name), card, bar)
+    if config.llm is not None and config.llm.sgr:
+        from sgrgym.sgr.llm_agent import LLMRunCard, make_llm_agent
+
+        cfg = config.llm
+        options = _llm_options(cfg)
+        progress(f"SGR: agent llm ({options.model})")
+        llm = make_llm_agent(
+            options, seed=config.sgr.seed if options.seed is None else options.seed,
+            site_ops=cfg.site_ops, max_turns=cfg.max_turns, result_chars=cfg.result_chars,
+            keep_results=cfg.keep_results,
+        )  # fmt: skip
+        card = LLMRunCard(**run_card(sgr.env, llm, config.sgr.seed, sgr.files).model_dump(),
+                          llm=llm.settings)  # fmt: skip
+        try:
+            run_tasks(sgr.env, llm, sgr.tasks, out / sgr_part("llm"), card, bar)
+        finally:
+            if (out / sgr_part("llm")).is_dir():
+                llm.write_log(out / sgr_part("llm"))
+            llm.close()
 
 
 def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
@@ -279,6 +348,8 @@ def run_all(
         with open_run_folder(out, card, finals=(RESULTS, REPORT)) as folder:
             if seeker is not None and config.seeker.enabled:
                 _run_seeker(out, config, seeker, bar)
+                if config.llm is not None and config.llm.seeker:
+                    _run_seeker_llm(out, config, seeker, bar)
             if seeker is not None and config.calibration.enabled:
                 _run_calibration(out, config, seeker, bar)
             if sgr is not None:

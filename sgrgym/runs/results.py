@@ -205,7 +205,7 @@ def compute(out: Path, config: RunConfig) -> dict[str, str]:
     tables: list[str] = []
     if config.seeker.enabled:
         rows = [seeker_row(out / seeker_part(a, b), a, b)
-                for a in config.seeker.agents for b in config.seeker.beliefs]  # fmt: skip
+                for a in config.seeker_agents() for b in config.seeker.beliefs]  # fmt: skip
         texts[SEEKER_JSON] = canonical_json({"rows": rows})
         tables.append("## SeekerGym: final completeness %, mean ± std over seeds (table 3)\n\n"
                       + seeker_table(rows, config.seeker.beliefs))  # fmt: skip
@@ -215,7 +215,7 @@ def compute(out: Path, config: RunConfig) -> dict[str, str]:
         tables.append("## Completeness estimators: q̂, R², coverage (table 4)\n\n"
                       + calibration_table(rows))  # fmt: skip
     if config.sgr.enabled:
-        rows = [sgr_row(out / sgr_part(a), a) for a in config.sgr.agents]
+        rows = [sgr_row(out / sgr_part(a), a) for a in config.sgr_agents()]
         texts[SGR_JSON] = canonical_json({"rows": rows})
         tables.append("## SGR-Bench (table 2)\n\n" + sgr_table(rows))
     texts[TABLES_MD] = "\n\n".join(f"{t}\n" if not t.endswith("\n") else t for t in tables)

@@ -202,7 +202,7 @@ def verify_run(out: Path) -> list[str]:
     config = card_config(out)
     _check(problems, out / "run.json", lambda: _inputs(card))
     if config.seeker.enabled:
-        for agent in config.seeker.agents:
+        for agent in config.seeker_agents():
             for belief in config.seeker.beliefs:
                 folder = out / seeker_part(agent, belief)
                 _check(problems, folder, lambda f=folder: _seeker(f))  # type: ignore[misc]
@@ -211,7 +211,7 @@ def verify_run(out: Path) -> list[str]:
             folder = out / CALIBRATION / name
             _check(problems, folder, lambda f=folder: _estimator(f))  # type: ignore[misc]
     if config.sgr.enabled:
-        for agent in config.sgr.agents:
+        for agent in config.sgr_agents():
             folder = out / sgr_part(agent)
             _check(problems, folder, lambda f=folder: _sgr(f))  # type: ignore[misc]
 

@@ -294,21 +294,17 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
 
 def _llm_agent(args: argparse.Namespace) -> Any:
     """The LLM agent the options name, with its metered, recorded chat client."""
-    from sgrgym.cli_agents.tools import tools_sha256
-    from sgrgym.llm.options import llm_options, open_meter
-    from sgrgym.sgr.llm_agent import LLMAgent, LLMAgentSettings
+    from sgrgym.llm.options import llm_options
+    from sgrgym.sgr.llm_agent import make_llm_agent
 
     if args.llm_model is None:
         args.llm_model = args.model  # --model names the endpoint's model for CLIs too
     options = llm_options(args)
-    settings = LLMAgentSettings(
-        model=options.model, base_url=options.base_url, sampling=options.sampling(),
-        seed=args.seed if options.seed is None else options.seed, site_ops=args.site_ops,
-        max_turns=args.llm_max_turns, result_chars=args.llm_result_chars,
-        keep_results=args.llm_keep_results, tools_sha256=tools_sha256(),
+    return make_llm_agent(
+        options, seed=args.seed if options.seed is None else options.seed,
+        site_ops=args.site_ops, max_turns=args.llm_max_turns,
+        result_chars=args.llm_result_chars, keep_results=args.llm_keep_results,
     )  # fmt: skip
-    meter = open_meter(options)
-    return LLMAgent(meter, settings.model_copy(update={"prices_sha256": meter.prices.sha256}))
 
 
 def cmd_sgr_audit(args: argparse.Namespace) -> int:

@@ -52,8 +52,10 @@ from sgrgym.cli_agents.tools import (
     call_tool,
     tool_names,
     tool_specs,
+    tools_sha256,
 )
 from sgrgym.llm.chat import CallRecord, ChatReply
+from sgrgym.llm.settings import LLMOptions
 from sgrgym.llm.toolcalls import ToolCall
 from sgrgym.llm.usage import CallMeter, LLMTotals, add_totals, totals_of
 from sgrgym.sgr.env import BudgetExceeded, Observation, SgrEnv
@@ -304,3 +306,24 @@ def run_totals(trajectories: list[Any]) -> LLMTotals:
         if isinstance(r, dict) and isinstance(r.get("llm"), dict)
     ]
     return add_totals(parts)
+
+
+def make_llm_agent(
+    options: LLMOptions,
+    seed: int,
+    site_ops: bool = False,
+    max_turns: int = DEFAULT_MAX_TURNS,
+    result_chars: int = DEFAULT_RESULT_CHARS,
+    keep_results: int = DEFAULT_KEEP_RESULTS,
+) -> LLMAgent:
+    """The SGR LLM agent over the recorded chat client ``options`` name (``sgr run --agent
+    llm`` and ``sgrgym run``'s ``[llm]`` table build it here)."""
+    from sgrgym.llm.options import open_meter
+
+    settings = LLMAgentSettings(
+        model=options.model, base_url=options.base_url, sampling=options.sampling(), seed=seed,
+        site_ops=site_ops, max_turns=max_turns, result_chars=result_chars,
+        keep_results=keep_results, tools_sha256=tools_sha256(),
+    )  # fmt: skip
+    meter = open_meter(options)
+    return LLMAgent(meter, settings.model_copy(update={"prices_sha256": meter.prices.sha256}))
