@@ -29,10 +29,12 @@ def shorten(text: str, limit: int = ECHO_CHARS) -> str:
     return f"{text[:limit]}... ({len(text):,} characters)"
 
 
-def read_bytes(path: Path, what: str) -> bytes:
-    """The bytes of the ``what`` file ``path`` (e.g. ``what="task file"``)."""
+def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
+    """The bytes of the ``what`` file ``path`` (e.g. ``what="task file"``); with ``limit``, a
+    file of more bytes is an error (and no more than one byte past it is read)."""
     try:
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read() if limit is None else handle.read(limit + 1)
     except FileNotFoundError:
         raise UserError(f"{path}: {what} not found") from None
     except IsADirectoryError:
@@ -41,6 +43,9 @@ def read_bytes(path: Path, what: str) -> bytes:
         raise UserError(f"{path}: {what} not readable (permission denied)") from None
     except OSError as exc:
         raise UserError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    if limit is not None and len(data) > limit:
+        raise UserError(f"{path}: the {what} is over {limit} bytes")
+    return data
 
 
 def decode_text(data: bytes, path: Path, what: str) -> str:

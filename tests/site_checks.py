@@ -12,6 +12,8 @@ and ``tasks`` fixtures from :func:`site_fixtures` and runs the checks by subclas
 
     class TestCweTasks(SiteTaskChecks):
         site = "cwe"
+        source = "cwe2 "
+        licence = ("MIT", "Terms of Use")
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import importlib.util
 import io
 import json
 import re
-from html.parser import HTMLParser
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
@@ -31,10 +32,10 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from sgrgym.sgr.archive.text import body_to_text
+from sgrgym.sgr.archive.text import anchor_hrefs, body_to_text
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
-from sgrgym.sgr.sites.model import Op, SiteError, State
+from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import Reference, answer_states, reference_of, rows_as_answer, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
@@ -178,17 +179,72 @@ def check_reference_script(site: str, tasks: list[ScoringTask]) -> None:
     assert cg == answers
 
 
+def check_model(app: SiteApp, source: str, licence: tuple[str, ...], kinds: frozenset[str]) -> None:
+    """The site's model survives a dump and a validation unchanged; it is served under
+    ``<name>.sgrgym.test`` from ``/``, its source starts with ``source`` (the data package),
+    its licence names each of ``licence`` and its controls include every kind of ``kinds``."""
+    model = app.model
+    assert SiteModel.model_validate(model.model_dump()) == model
+    assert model.host == f"{model.name}.sgrgym.test"
+    assert model.default_state().path == "/"
+    assert model.source.startswith(source), model.source
+    assert all(term in model.licence for term in licence), model.licence
+    assert kinds <= {c.kind for c in model.controls}
+
+
+def check_listed_states(app: SiteApp) -> None:
+    """The states a pack holds: the default first, the default of every route with a table
+    among them, none twice, at most 400; the list and every page are the same each time;
+    every HTML page but the text pages has a ``results`` table of at most one page of rows,
+    and its state round-trips through its URL."""
+    model = app.model
+    states = list(app.states())
+    assert states[0] == model.default_state()
+    assert len(set(states)) == len(states) <= 400
+    assert list(app.states()) == states
+    for route in model.routes:
+        if route.tables:
+            assert model.state(route.path) in states, route.path
+    for state in states:
+        page = app.render(state)
+        assert app.render(state) == page, state.describe()
+        if "html" not in app.content_type(state):
+            continue
+        if state.path in model.indexable:  # text pages (about): no data tables
+            assert extract_tables(page) == {}, state.describe()
+            continue
+        assert len(extract_tables(page)["results"]) <= app.page_size, state.describe()
+        assert model.parse_url(model.url(state)) == state
+
+
+ALL_KINDS = frozenset({"hierarchy", "filter", "scope", "window", "sort", "page"})
+
+
 class SiteTaskChecks:
-    """The generic tests of one site's task set, run by a ``Test...`` subclass that sets
-    ``site``; they use the ``app`` and ``tasks`` fixtures of :func:`site_fixtures`."""
+    """The generic tests of one site (its model, the states it lists) and of its task set,
+    run by a ``Test...`` subclass that sets ``site``, ``source`` and ``licence`` (see
+    :func:`check_model`), and ``domain`` when its tasks all name one; they use the ``app`` and
+    ``tasks`` fixtures of :func:`site_fixtures`."""
 
     site: ClassVar[str]
+    source: ClassVar[str]
+    licence: ClassVar[tuple[str, ...]]
+    kinds: ClassVar[frozenset[str]] = ALL_KINDS
+    domain: ClassVar[str | None] = None
+
+    def test_model_validates(self, app: SiteApp) -> None:
+        check_model(app, self.source, self.licence, self.kinds)
+
+    def test_listed_states_render(self, app: SiteApp) -> None:
+        check_listed_states(app)
 
     def test_reference_script_matches_the_task_files(self, tasks: list[ScoringTask]) -> None:
         check_reference_script(self.site, tasks)
 
     def test_task_set_shape(self, tasks: list[ScoringTask]) -> None:
         check_task_set(self.site, tasks)
+        if self.domain is not None:
+            assert all(task.domain == self.domain for task in tasks)
 
     def test_reference_paths_score_perfectly(self, app: SiteApp, tasks: list[ScoringTask]) -> None:
         for task in tasks:
@@ -203,17 +259,6 @@ class SiteTaskChecks:
     def test_no_reference_row_near_any_default_state(self, tasks: list[ScoringTask]) -> None:
         for task in tasks:
             check_state_gated(task)
-
-
-class _Hrefs(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
 
 
 def page_text(app: SiteApp, state: State) -> str:
@@ -273,9 +318,7 @@ def one_step_states(app: SiteApp) -> list[State]:
                     found[model.apply(default, op)] = None
             except SiteError:
                 continue
-    parser = _Hrefs()
-    parser.feed(app.render(default).decode("utf-8", "replace"))
-    for href in parser.hrefs:
+    for href in anchor_hrefs(app.render(default).decode("utf-8", "replace")):
         url = urljoin(model.url(default), href)
         if urlsplit(url).netloc == model.host:
             try:
@@ -315,11 +358,11 @@ def check_state_gated(task: ScoringTask) -> None:
         assert canon not in gold, f"{task.task_id}: reference row {canon} is near a default state"
 
 
-def http_get(base: str, target: str) -> tuple[int, bytes]:
+def http_get(base: str, target: str, timeout: float = 10) -> tuple[int, bytes]:
     """GET ``target`` (a path or an absolute proxy-style URL) from the server at ``base``;
     the response's status and body."""
     parts = urlsplit(base)
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=timeout)
     try:
         conn.request("GET", target)
         response = conn.getresponse()

@@ -10,12 +10,12 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
 import pytest
+from chat_server import RecordingJsonHandler
 
 from sgrgym.errors import UserError
 from sgrgym.runs.loopback import serve_http
@@ -50,16 +50,11 @@ def fake_vector(model: str, text: str) -> list[float]:
     return [(b - 127.5) / 10.0 for b in digest[:DIMS]]
 
 
-class EmbeddingsHandler(BaseHTTPRequestHandler):
+class EmbeddingsHandler(RecordingJsonHandler):
     """A minimal OpenAI-compatible ``POST /v1/embeddings`` that records what it was sent."""
 
-    received: ClassVar[list[dict[str, object]]] = []
-    auth: ClassVar[list[str | None]] = []
-
     def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).received.append(body)
-        type(self).auth.append(self.headers.get("Authorization"))
+        body = self.read_json()
         if self.path != "/v1/embeddings":
             self.send_response(404)
             self.end_headers()
@@ -71,15 +66,7 @@ class EmbeddingsHandler(BaseHTTPRequestHandler):
         ]
         # Deliberately out of order: the client must sort by index.
         payload = json.dumps({"object": "list", "data": data[::-1], "model": body["model"]})
-        raw = payload.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
+        self.send_json(payload.encode())
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from sgrgym.sgr.agents import (
 from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.baselines import SearchOnlyAgent
 from sgrgym.sgr.commands import demo_task_files
-from sgrgym.sgr.diagnostics import CATEGORIES, diagnose
+from sgrgym.sgr.diagnostics import CATEGORIES, Diagnostics, diagnose
 from sgrgym.sgr.env import SgrEnv
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
@@ -196,7 +196,8 @@ def test_explore_agent_reaches_rendered_states_and_gets_labels(
     assert set(card["rendered_sites"]) == set(SITES) and card["prompt_sha256"]
 
 
-def _label(env: SgrEnv, task: ScoringTask, urls: list[str], answer: str | None) -> str:
+def _diagnosis(env: SgrEnv, task: ScoringTask, urls: list[str], answer: str | None) -> Diagnostics:
+    """The appendix G diagnosis of an episode that fetches ``urls`` and answers ``answer``."""
     reference = reference_of(task)
     assert reference is not None
     env.reset(task)
@@ -205,7 +206,11 @@ def _label(env: SgrEnv, task: ScoringTask, urls: list[str], answer: str | None) 
     episode = env.finish(answer)
     score = score_answer(task, answer)
     model = env.sites[reference.site]
-    return diagnose(task, reference, model, episode.trajectory, score, answer).category
+    return diagnose(task, reference, model, episode.trajectory, score, answer)
+
+
+def _label(env: SgrEnv, task: ScoringTask, urls: list[str], answer: str | None) -> str:
+    return _diagnosis(env, task, urls, answer).category
 
 
 def test_constructed_cases_get_appendix_g_labels(
@@ -236,16 +241,8 @@ def test_constructed_cases_get_appendix_g_labels(
     assert _label(env, tc, ["http://chem-notes.sgrgym.test/"], gold[:20]) == ("site never reached")
     # commuting operations: sort before window instead of after, no divergence
     swapped = [*prefix, f"{iso}&order=desc&sort=half_life", answer_page]
-    assert _label(env, tc, swapped, gold) == "solved"
-    reference = reference_of(tc)
-    assert reference is not None
-    env.reset(tc)
-    for url in swapped:
-        env.fetch(url)
-    episode = env.finish(gold)
-    diag = diagnose(tc, reference, env.sites["elements"], episode.trajectory,
-                    score_answer(tc, gold), gold)  # fmt: skip
-    assert diag.first_divergence_step is None
+    diag = _diagnosis(env, tc, swapped, gold)
+    assert diag.category == "solved" and diag.first_divergence_step is None
     # the data-dependent step taken with a wrong intermediate value (Mo instead of Tc)
     path = [f"{base}/?node=d", f"{base}/?node=d.5", f"{base}/?node=d.5.Mo",
             f"{base}/isotopes?element=Mo"]  # fmt: skip

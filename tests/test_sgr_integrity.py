@@ -37,6 +37,9 @@ def test_demo_task_files_are_checked_against_their_pins(
     assert main(["sgr", "tasks", "--tasks", CWE_TASKS]) == 2
     err = capsys.readouterr().err
     assert CWE_TASKS in err and "tasks/sgr/manifest.json" in err and "--update-pin" in err
+    pack = str(REPO / "snapshots" / "demo")
+    assert main(["sgr", "findability", "--pack", pack, "--tasks", CWE_TASKS]) == 2
+    assert CWE_TASKS in capsys.readouterr().err
     assert main(["sgr", "tasks", "--tasks", CWE_TASKS, "--update-pin"]) == 0
     assert main(["sgr", "tasks", "--tasks", CWE_TASKS]) == 0
 

@@ -7,7 +7,7 @@ from site_checks import SiteTaskChecks, http_get, site_fixtures
 
 from sgrgym.runs.loopback import serve_http
 from sgrgym.sgr.sites.app import NotFound, SiteApp
-from sgrgym.sgr.sites.model import SiteError, SiteModel
+from sgrgym.sgr.sites.model import SiteError
 from sgrgym.sgr.sites.page import extract_tables
 
 pytest.importorskip("cwe2")
@@ -19,37 +19,14 @@ class TestCweTasks(SiteTaskChecks):
     """Reference script, task-set shape and reference paths of the cwe tasks."""
 
     site = "cwe"
-
-
-def test_model_validates(app: SiteApp) -> None:
-    model = SiteModel.model_validate(app.model.model_dump())
-    assert model.host == "cwe.sgrgym.test"
-    assert model.source.startswith("cwe2 ")
-    assert "MIT" in model.licence and "Terms of Use" in model.licence
-    assert model.default_state().path == "/"
+    source = "cwe2 "
+    licence = ("MIT", "Terms of Use")
 
 
 def test_default_page_has_results(app: SiteApp) -> None:
     tables = extract_tables(app.render(app.model.default_state()))
     assert tables["results"]
     assert {"facet", "value", "entries"} <= set(tables["results"][0])
-
-
-def test_every_state_renders_and_round_trips(app: SiteApp) -> None:
-    states = list(app.states())
-    assert 50 < len(states) <= 400
-    assert len(set(states)) == len(states)
-    for route in app.model.routes:
-        assert app.model.state(route.path) in states
-    for state in states:
-        page = app.render(state)
-        if state.path in app.model.indexable:  # text pages (about): no data tables
-            assert extract_tables(page) == {}
-            continue
-        assert "results" in extract_tables(page), state.describe()
-        assert app.model.parse_url(app.model.url(state)) == state
-    first = states[10]
-    assert app.render(first) == app.render(first)
 
 
 def test_bad_states(app: SiteApp) -> None:

@@ -8,7 +8,6 @@ is absent.
 
 from __future__ import annotations
 
-import http.client
 import socket
 import subprocess
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from archive_helpers import DATE, response, write_warc
+from site_checks import http_get
 
 from sgrgym.sgr.archive.wacz import export_wacz, import_archives
 
@@ -49,13 +49,7 @@ def _free_port() -> int:
 
 
 def _get(port: int, target: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("GET", target)
-        answer = conn.getresponse()
-        return answer.status, answer.read()
-    finally:
-        conn.close()
+    return http_get(f"http://127.0.0.1:{port}", target, timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ stopped, then every answer comes from the pack."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import socket
 import threading
@@ -79,18 +80,23 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
     return Recorded(base, live, search, pack)
 
 
+@contextlib.contextmanager
+def _running(httpd: ReplayServer) -> Iterator[ReplayServer]:
+    """``httpd`` serving in a background thread until the block ends."""
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+
+
 @pytest.fixture(scope="module")
 def server(recorded: Recorded) -> Iterator[ReplayServer]:
-    with Snapshot.open(recorded.pack) as snapshot:
-        httpd = make_server(snapshot)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(5)
+    with Snapshot.open(recorded.pack) as snapshot, _running(make_server(snapshot)) as httpd:
+        yield httpd
 
 
 def port_of(server: ReplayServer) -> int:
@@ -279,15 +285,9 @@ def test_echoed_targets_are_cut_short(server: ReplayServer) -> None:
 def strict_server(recorded: Recorded) -> Iterator[ReplayServer]:
     """A server with a short body timeout and a small cap on bodies in flight."""
     with Snapshot.open(recorded.pack) as snapshot:
-        httpd = ReplayServer(snapshot, body_timeout_s=0.5, max_inflight_bytes=1000)
-        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-        thread.start()
-        try:
+        strict = ReplayServer(snapshot, body_timeout_s=0.5, max_inflight_bytes=1000)
+        with _running(strict) as httpd:
             yield httpd
-        finally:
-            httpd.shutdown()
-            httpd.server_close()
-            thread.join(5)
 
 
 def _post_head(recorded: Recorded, length: int) -> bytes:

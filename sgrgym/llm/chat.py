@@ -11,11 +11,11 @@ a result can say exactly what produced it.
 from __future__ import annotations
 
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 from sgrgym.llm.http import RecordedPost
 
@@ -68,7 +68,7 @@ class ChatReply(BaseModel):
     params: dict[str, Any]  # seed, temperature and the other sampling parameters sent
 
 
-class ChatClient:
+class ChatClient(Closing):
     """Chat completions from one model at ``base_url`` (OpenAI-compatible)."""
 
     def __init__(
@@ -126,12 +126,3 @@ class ChatClient:
 
     def close(self) -> None:
         self.post.close()
-
-    def __enter__(self) -> ChatClient:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.close()

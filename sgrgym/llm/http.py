@@ -17,9 +17,9 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def check_mode(mode: str, what: str) -> Mode:
     return mode
 
 
-class RecordedPost:
+class RecordedPost(Closing):
     """JSON POSTs to one endpoint through a requests-cache SQLite file.
 
     ``api_key_env`` names the environment variable holding the API key; recording from a
@@ -162,12 +162,3 @@ class RecordedPost:
 
     def close(self) -> None:
         self._session.close()
-
-    def __enter__(self) -> RecordedPost:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:  # fmt: skip
-        self.close()

@@ -25,13 +25,13 @@ import sqlite3
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 from sgrgym.hashing import sha256_bytes
 from sgrgym.inputs import existing_file
@@ -311,7 +311,7 @@ def _normalize_rows(rows: list[list[float]], dims: int, what: str) -> FloatMatri
     return normalized
 
 
-class OpenAIEmbeddings:
+class OpenAIEmbeddings(Closing):
     """An OpenAI-compatible ``/embeddings`` endpoint behind a requests-cache SQLite cache.
 
     The HTTP side is :class:`sgrgym.llm.http.RecordedPost`, shared with the chat client:
@@ -362,17 +362,6 @@ class OpenAIEmbeddings:
         """Close the HTTP session and its cache database."""
         self._post.close()
 
-    def __enter__(self) -> OpenAIEmbeddings:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
     def _embed_batch(self, texts: list[str]) -> FloatMatrix:
         body = {"encoding_format": "float", "input": texts, "model": self.model}
         label = f"{self.model_id}, {len(texts)} text(s) starting {texts[0][:60]!r}"
@@ -404,7 +393,7 @@ _SCHEMA_VERSION = 1
 _LOOKUP_CHUNK = 500
 
 
-class QueryCache:
+class QueryCache(Closing):
     """A persistent map (model id, text) → float32 vector, in one SQLite file.
 
     The first vector stored for a key stays: a replay reads back the bytes of the original run.
@@ -483,17 +472,6 @@ class QueryCache:
         """Close the database (everything stored is already committed)."""
         with self._lock:
             self._db.close()
-
-    def __enter__(self) -> QueryCache:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 class CachedEmbedder:

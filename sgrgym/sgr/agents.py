@@ -21,10 +21,10 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Sequence
-from html.parser import HTMLParser
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
+from sgrgym.sgr.archive.text import anchor_hrefs
 from sgrgym.sgr.env import Observation, Page, SgrEnv
 from sgrgym.sgr.sites.model import Control, Op, OpName, SiteError, SiteModel, State
 from sgrgym.sgr.sites.reference import Reference, rows_as_answer
@@ -85,25 +85,12 @@ class DefaultStateAgent:
         return answer_from([page], obs) if page else "NONE"
 
 
-class _Links(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
-
-
 def same_site_links(page: Page) -> list[str]:
     """The distinct links of an HTML page that stay on its host, in page order."""
     if "html" not in page.content_type:
         return []
-    parser = _Links()
-    parser.feed(page.body.decode("utf-8", "replace"))
     host = urlsplit(page.url).netloc
-    links = [urljoin(page.url, h) for h in parser.hrefs]
+    links = [urljoin(page.url, h) for h in anchor_hrefs(page.body.decode("utf-8", "replace"))]
     return list(dict.fromkeys(u for u in links if urlsplit(u).netloc == host))
 
 

@@ -271,10 +271,9 @@ def cmd_sgr_findability(args: argparse.Namespace) -> int:
     from sgrgym.report.table import format_table
     from sgrgym.sgr.simulator import Simulator
     from sgrgym.sgr.sites.reference import reference_of
-    from sgrgym.sgr.tasks import load_tasks
     from sgrgym.sgr.websearch import WebSearch, findability
 
-    tasks = load_tasks(args.tasks or demo_task_files())
+    tasks = _load_tasks(args.tasks or demo_task_files())
     snapshot, models = _open_pack(args.pack)
     with snapshot:
         sim = Simulator(snapshot, models, _renderer(snapshot, args.no_render))

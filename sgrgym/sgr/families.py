@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 
 from sgrgym.errors import UserError
+from sgrgym.inputs import read_json
 
 
 def _shipped() -> dict[str, object]:
@@ -48,15 +49,6 @@ def load_families(path: str | Path | None = None) -> dict[str, str]:
     if path is None:
         return families
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: families file not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory; pass a JSON file") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise UserError(f"{path}: not a JSON file ({exc})") from None
-    except RecursionError:
-        raise UserError(f"{path}: JSON nested too deeply") from None
+    data = read_json(path, "families file")
     families.update(_domains(data, str(path)))
     return families

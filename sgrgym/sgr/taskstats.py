@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from sgrgym.sgr.families import load_families
 from sgrgym.sgr.sites.reference import Reference, reference_of
 from sgrgym.sgr.tasks import ScoringTask
 
@@ -31,7 +32,7 @@ MECHANISMS = {
     "page": "pages", "goto": "link",
 }  # fmt: skip
 EXPORT_SUFFIXES = {".csv": "CSV export", ".pdf": "PDF report"}
-UNKNOWN_FAMILY = "(no source_family)"
+UNKNOWN_FAMILY = "(no family)"
 
 
 class TaskStats(BaseModel):
@@ -75,8 +76,14 @@ def _bin(rows: int) -> str:
     return "0"
 
 
-def task_stats(tasks: Sequence[ScoringTask]) -> TaskStats:
-    """Statistics of ``tasks``; a pair is represented by its CG variant (else its GO one)."""
+def task_stats(
+    tasks: Sequence[ScoringTask], families: Mapping[str, str] | None = None
+) -> TaskStats:
+    """Statistics of ``tasks``; a pair is represented by its CG variant (else its GO one).
+
+    A pair's source family comes from the domain -> family map the scorer uses
+    (:func:`sgrgym.sgr.families.load_families` unless ``families`` is given)."""
+    family_of = load_families() if families is None else families
     pairs: dict[str, ScoringTask] = {}
     for task in sorted(tasks, key=lambda t: (t.task.pair_id, t.variant)):
         pairs.setdefault(task.task.pair_id, task)
@@ -96,12 +103,7 @@ def task_stats(tasks: Sequence[ScoringTask]) -> TaskStats:
         go=sum(t.variant == "GO" for t in tasks),
         pairs=len(chosen),
         families=dict(
-            sorted(
-                Counter(
-                    str((m.model_extra or {}).get("source_family") or UNKNOWN_FAMILY)
-                    for m in metadata
-                ).items()
-            )
+            sorted(Counter(family_of.get(t.domain, UNKNOWN_FAMILY) for t in chosen).items())
         ),
         domains=dict(sorted(Counter(t.domain for t in chosen).items())),
         rows_min=min(rows),

@@ -24,12 +24,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from sgrgym.sgr.archive.index import connect
-from sgrgym.sgr.archive.search import SearchHit, snippet
+from sgrgym.sgr.archive.search import WORD, SearchHit, ranked_hits
 from sgrgym.sgr.archive.text import body_to_text, html_title
 from sgrgym.sgr.simulator import Simulator
 from sgrgym.sgr.sites.page import extract_tables
-
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -83,19 +81,10 @@ class WebSearch:
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         """Ranked pages for ``query``: BM25 score descending, then URL."""
-        if not _WORD.search(query) or limit < 1:
+        if not WORD.search(query) or limit < 1:
             return []
         with self._lock:
-            rows = self._con.execute(
-                "SELECT url, title, text, score FROM ("
-                "  SELECT *, fts_main_docs.match_bm25(url, ?) AS score FROM docs"
-                ") WHERE score IS NOT NULL ORDER BY score DESC, url LIMIT ?",
-                [query, limit],
-            ).fetchall()
-        return [
-            SearchHit(rank, url, title, round(float(score), 6), snippet(text, query))
-            for rank, (url, title, text, score) in enumerate(rows, start=1)
-        ]
+            return ranked_hits(self._con, "docs", query, limit)
 
     def close(self) -> None:
         self._con.close()
@@ -111,7 +100,7 @@ _SENTENCE = re.compile(r"(?<=[.?!;:])\s+")
 
 def queries_of(instruction: str) -> list[str]:
     """The instruction, then each of its sentences (what an agent would paste into search)."""
-    sentences = [s.strip() for s in _SENTENCE.split(instruction) if _WORD.search(s)]
+    sentences = [s.strip() for s in _SENTENCE.split(instruction) if WORD.search(s)]
     return list(dict.fromkeys([instruction, *sentences]))
 
 

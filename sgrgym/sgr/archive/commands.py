@@ -98,21 +98,9 @@ def _request_body(args: argparse.Namespace) -> bytes | None:
     if args.data is None:
         return None
     if args.data.startswith("@"):
-        from sgrgym.errors import UserError
+        from sgrgym.inputs import read_bytes
 
-        path = Path(args.data[1:])
-        try:
-            with open(path, "rb") as f:
-                data = f.read(MAX_BODY_FILE + 1)
-        except FileNotFoundError:
-            raise UserError(f"{path}: request body file not found (--data @FILE)") from None
-        except IsADirectoryError:
-            raise UserError(f"{path}: is a folder; --data @FILE needs a file") from None
-        except OSError as exc:
-            raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-        if len(data) > MAX_BODY_FILE:
-            raise UserError(f"{path}: request body over {MAX_BODY_FILE} bytes (--data @FILE)")
-        return data
+        return read_bytes(Path(args.data[1:]), "request body file (--data @FILE)", MAX_BODY_FILE)
     text: bytes = args.data.encode("utf-8", errors="surrogateescape")
     return text
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urljoin
 
+from sgrgym.closing import Closing
 from sgrgym.errors import UserError
 from sgrgym.sgr.archive.index import build_index, connect, ensure_index
 from sgrgym.sgr.archive.pack import (
@@ -118,7 +119,7 @@ def miss_response(url: str, method: str, redirects: tuple[str, ...] = ()) -> Res
     return Response(url, 404, "Not In Snapshot", headers, body, "miss", redirects)
 
 
-class Snapshot:
+class Snapshot(Closing):
     """A verified, indexed pack ready to answer requests offline."""
 
     def __init__(
@@ -325,9 +326,3 @@ class Snapshot:
             for fd, _ in self._fds.values():
                 os.close(fd)
             self._fds.clear()
-
-    def __enter__(self) -> Snapshot:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

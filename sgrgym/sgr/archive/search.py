@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sgrgym.sgr.archive.index import connect, index_path
 from sgrgym.sgr.archive.replay import Snapshot
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+if TYPE_CHECKING:
+    import duckdb
+
+WORD = re.compile(r"\w+", re.UNICODE)  # a query without one finds nothing
 
 
 @dataclass(frozen=True)
@@ -23,7 +27,7 @@ class SearchHit:
 def snippet(text: str, query: str, width: int = 160) -> str:
     """A one-line window of ``text`` around the first query term it contains."""
     flat = " ".join(text.split())
-    terms = [t.lower() for t in _WORD.findall(query)]
+    terms = [t.lower() for t in WORD.findall(query)]
     lowered = flat.lower()
     positions = [p for p in (lowered.find(t) for t in terms) if p >= 0]
     start = max(0, min(positions) - width // 4) if positions else 0
@@ -33,18 +37,26 @@ def snippet(text: str, query: str, width: int = 160) -> str:
 
 def search(snapshot: Snapshot, query: str, limit: int = 10) -> list[SearchHit]:
     """Ranked pages for ``query``: BM25 score descending, then URL, so ties never reorder."""
-    if not _WORD.search(query):
+    if not WORD.search(query):
         return []
     con = connect(index_path(snapshot.pack_dir, snapshot.pin))
     try:
-        rows = con.execute(
-            "SELECT url, title, text, score FROM ("
-            "  SELECT *, fts_main_pages.match_bm25(url, ?) AS score FROM pages"
-            ") WHERE score IS NOT NULL ORDER BY score DESC, url LIMIT ?",
-            [query, limit],
-        ).fetchall()
+        return ranked_hits(con, "pages", query, limit)
     finally:
         con.close()
+
+
+def ranked_hits(
+    con: duckdb.DuckDBPyConnection, table: str, query: str, limit: int
+) -> list[SearchHit]:
+    """The ``limit`` best rows of ``table`` (url, title, text, with a DuckDB FTS index keyed
+    by url) for ``query``: BM25 score descending, then URL, so ties never reorder."""
+    rows = con.execute(
+        "SELECT url, title, text, score FROM ("
+        f"  SELECT *, fts_main_{table}.match_bm25(url, ?) AS score FROM {table}"
+        ") WHERE score IS NOT NULL ORDER BY score DESC, url LIMIT ?",
+        [query, limit],
+    ).fetchall()
     return [
         SearchHit(rank, url, title, round(float(score), 6), snippet(text, query))
         for rank, (url, title, text, score) in enumerate(rows, start=1)

@@ -2,11 +2,13 @@
 
 A site subclasses :class:`SiteApp`: it owns a :class:`~sgrgym.sgr.sites.model.SiteModel`,
 renders any state of its model (:meth:`SiteApp.pages`: one function per route) and lists the
-states worth archiving
-(:meth:`SiteApp.states`). :meth:`SiteApp.handler` turns it into an HTTP handler that also
-accepts proxy-style requests (``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how
-the recorder captures pages under the site's own reserved host name while connecting to
-127.0.0.1.
+states worth archiving (:meth:`SiteApp.states`). The task sites build their pages and state
+lists with the helpers of :class:`SiteApp` (links that apply an operation, a control's value
+links, the paged ``results`` page, the About page, a list's pages, values and sorts as
+states) and their model with :func:`replica_model`. :meth:`SiteApp.handler` turns an app into
+an HTTP handler that also accepts proxy-style requests
+(``GET http://elements.sgrgym.test/... HTTP/1.1``), which is how the recorder captures pages
+under the site's own reserved host name while connecting to 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -15,13 +17,33 @@ import abc
 import importlib
 import importlib.metadata
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import ClassVar, TypeVar, cast
 from urllib.parse import urlsplit
 
 from sgrgym.errors import UserError
-from sgrgym.sgr.sites.model import NotFound, SiteError, SiteModel, State
+from sgrgym.sgr.sites.model import (
+    Control,
+    NotFound,
+    Op,
+    OpName,
+    Route,
+    SiteError,
+    SiteModel,
+    State,
+)
+from sgrgym.sgr.sites.page import (
+    ORDERS,
+    Choice,
+    ControlLinks,
+    Table,
+    pager,
+    paginate,
+    render_page,
+    render_text_page,
+)
 
 FIXED_DATE_HEADER = "Thu, 01 Jan 2026 00:00:00 GMT"  # recordings are byte-reproducible
 
@@ -42,14 +64,19 @@ DISTRACTOR_SITES: dict[str, str] = {
 }
 SITES: dict[str, str] = {**TASK_SITES, **DISTRACTOR_SITES}
 HTML = "text/html; charset=utf-8"
+CSV = "text/csv; charset=utf-8"
+PDF = "application/pdf"
+PAGE_SIZE = 20  # rows a list page shows, unless a site says otherwise
 NOT_FOUND_TEXT = (
     "There is no page at this address. Use the links above to go back to the site's pages."
 )
 
 
+T = TypeVar("T")
+
 __all__ = [
     "DISTRACTOR_SITES", "SITES", "TASK_SITES", "NotFound", "SiteApp", "load_site",
-    "package_file", "package_source",
+    "package_file", "package_source", "replica_model",
 ]  # fmt: skip
 
 
@@ -57,6 +84,14 @@ class SiteApp(abc.ABC):
     """A replica site: its model, its pages, and the states a pack should hold."""
 
     model: SiteModel
+    page_size: ClassVar[int] = PAGE_SIZE
+    # route path -> media type, for the routes that do not answer HTML (exports, reports)
+    content_types: ClassVar[Mapping[str, str]] = {}
+    # the line under the source line of :meth:`notes` (how lists are paged, units, ...)
+    list_note: ClassVar[str] = ""
+    # the About page's title and paragraphs (see :meth:`_about`)
+    about_title: ClassVar[str] = "About"
+    about_text: ClassVar[tuple[str, ...]] = ()
 
     def data_files(self) -> list[Path]:
         """The data files the app reads (their sha256 goes into run cards)."""
@@ -79,8 +114,6 @@ class SiteApp(abc.ABC):
 
     def error_page(self, title: str, text: str) -> bytes:
         """A page in the site's own template with a title and one line of text."""
-        from sgrgym.sgr.sites.page import render_page
-
         return render_page(self.model, self.model.default_state(), title, text)
 
     @abc.abstractmethod
@@ -95,8 +128,93 @@ class SiteApp(abc.ABC):
         return page(state)
 
     def content_type(self, state: State) -> str:
-        """The media type of ``state``'s page (HTML; export and report routes override it)."""
-        return HTML
+        """The media type of ``state``'s page (HTML unless :attr:`content_types` names another)."""
+        return self.content_types.get(state.path, HTML)
+
+    # -- building pages ----------------------------------------------------------------------
+    def _apply(
+        self, state: State, op: OpName, control: str, value: str = "", end: str = ""
+    ) -> State:
+        """The state ``op`` leads to from ``state`` (how every link of a page is made)."""
+        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
+
+    def notes(self) -> list[str]:
+        """The lines every page of the site ends with: the data's source and licence, and
+        :attr:`list_note`."""
+        return [f"Source: {self.model.source}; {self.model.licence}.", self.list_note]
+
+    def _about(self, state: State) -> bytes:
+        """The About page: :attr:`about_text`, then a line naming the data's source and licence."""
+        paragraphs = [*self.about_text, f"Data: {self.model.source} ({self.model.licence})."]
+        return render_text_page(self.model, state, self.about_title, paragraphs)
+
+    def _value_links(
+        self,
+        state: State,
+        op: OpName,
+        control: str,
+        clear: str,
+        values: Iterable[tuple[str, str]] | None = None,
+    ) -> list[Choice]:
+        """A link clearing ``control`` (labelled ``clear``), then one applying ``op`` with each
+        (value, label) of ``values`` (default: the control's values, as they are written); the
+        state's current value is marked."""
+        spec = self.model.control(control)
+        current = state.get(spec.params[0])
+        choices = [Choice(clear, self._apply(state, "clear_filter", control), not current)]
+        choices += [
+            Choice(label, self._apply(state, op, control, value), value == current)
+            for value, label in (((v, v) for v in spec.values) if values is None else values)
+        ]
+        return choices
+
+    def _list_page(
+        self,
+        state: State,
+        title: str,
+        intro: str,
+        columns: Sequence[tuple[str, str]],
+        rows: Sequence[T],
+        caption: str,
+        controls: Sequence[ControlLinks],
+        *,
+        row: Callable[[T], Mapping[str, str]] | None = None,
+        numbered: bool = True,
+    ) -> bytes:
+        """A page whose ``results`` table shows one page of ``rows`` (table rows already, or
+        made rows by ``row``), with the pager and :meth:`notes`; the caption says which page it
+        is unless ``numbered`` is false."""
+        shown, page, pages = paginate(rows, state, self.page_size)
+        cells = [dict(row(r) if row else cast(Mapping[str, str], r)) for r in shown]
+        caption = f"{caption}, page {page} of {pages}" if numbered else caption
+        return render_page(
+            self.model, state, title, intro, tables=[Table("results", columns, cells, caption)],
+            controls=controls, pager=pager(self.model, state, page, pages), notes=self.notes(),
+        )  # fmt: skip
+
+    def _node_parts(self, state: State, depth: int, shape: str, sep: str = "/") -> list[str]:
+        """The parts of the browser's ``node`` (none at the root); NotFound past ``depth``."""
+        node = state.get("node")
+        parts = node.split(sep) if node else []
+        if len(parts) > depth:
+            raise NotFound(f"node={node!r}: {shape}")
+        return parts
+
+    # -- listing states ----------------------------------------------------------------------
+    def _with_pages(self, state: State, rows: int, limit: int | None = None) -> list[State]:
+        """``state`` and its further pages (up to page ``limit``) for a list of ``rows`` rows."""
+        pages = max(1, -(-rows // self.page_size))
+        last = pages if limit is None else min(pages, limit)
+        return [state] + [self._apply(state, "page", "page", str(n)) for n in range(2, last + 1)]
+
+    def _value_states(self, state: State, op: OpName, control: str) -> list[State]:
+        """``state`` with ``op`` applied to each value ``control`` offers."""
+        return [self._apply(state, op, control, v) for v in self.model.control(control).values]
+
+    def _sort_states(self, state: State, control: str) -> list[State]:
+        """``state`` sorted by each key of ``control``, in both orders."""
+        values = self.model.control(control).values
+        return [self._apply(state, "sort", control, k, o) for k in values for o in ORDERS]
 
     @abc.abstractmethod
     def states(self) -> Iterable[State]:
@@ -130,6 +248,29 @@ class SiteApp(abc.ABC):
                 self.wfile.write(body)
 
         return Handler
+
+
+def replica_model(
+    name: str,
+    title: str,
+    routes: Sequence[Route],
+    controls: Sequence[Control],
+    source: str,
+    licence: str,
+) -> SiteModel:
+    """A task site's model: host ``<name>.sgrgym.test``, start page ``/``, and its ``/about``
+    page the one a web search engine indexes besides the start page."""
+    return SiteModel(
+        name=name,
+        title=title,
+        host=f"{name}.sgrgym.test",
+        start_path="/",
+        routes=tuple(routes),
+        controls=tuple(controls),
+        source=source,
+        licence=licence,
+        indexable=("/about",),
+    )
 
 
 def package_file(site: str, package: str, pattern: str) -> Path:

@@ -19,7 +19,6 @@ Routes and their state mechanisms:
 
 from __future__ import annotations
 
-import math
 import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -27,10 +26,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
-from sgrgym.sgr.sites.model import Control, Op, OpName, Route, SiteError, SiteModel, State
+from sgrgym.sgr.sites.app import PAGE_SIZE, SiteApp, package_file, package_source, replica_model
+from sgrgym.sgr.sites.model import Control, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
-    ORDERS,
     Choice,
     ControlLinks,
     Table,
@@ -39,12 +37,12 @@ from sgrgym.sgr.sites.page import (
     paginate,
     render_page,
     render_text_page,
+    sort_links,
     sort_rows,
 )
 
 PACKAGE = "cwe2"
 NS = "{http://cwe.mitre.org/cwe-7}"
-PAGE_SIZE = 20
 RESEARCH_VIEW = 1000  # the view whose ChildOf relations form the hierarchy
 SOFTWARE_VIEW = 699  # the view whose categories are archived opened
 MISSING = "-"
@@ -314,16 +312,13 @@ def build_model(catalog: Catalog) -> SiteModel:
         ),
         Route(path="/about", title="About"),
     )
-    return SiteModel(
-        name="cwe",
-        title="CWE weakness catalogue (replica)",
-        host="cwe.sgrgym.test",
-        start_path="/",
-        routes=routes,
-        controls=controls,
+    return replica_model(
+        "cwe",
+        "CWE weakness catalogue (replica)",
+        routes,
+        controls,
         source=f"{package_source(PACKAGE)} (CWE {catalog.version}, {catalog.date})",
         licence="cwe2: MIT; CWE content: CWE Terms of Use (The MITRE Corporation)",
-        indexable=("/about",),
     )
 
 
@@ -415,31 +410,19 @@ class CweApp(SiteApp):
     def _state(self, path: str, **params: str) -> State:
         return self.model.state(path, params)
 
-    def _op(self, state: State, op: OpName, control: str, value: str = "", end: str = "") -> State:
-        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
-
     def _entry(self, entry_id: int) -> Entry:
         return self.catalog.entries[entry_id]
 
     def _facet(self, state: State, control: str, label: str) -> ControlLinks:
         """Links that set one filter to each of its values, and one that clears it."""
-        current = state.get(self.model.control(control).params[0])
-        choices = [Choice("All", self._op(state, "clear_filter", control), not current)]
-        for value in self.model.control(control).values:
-            chosen = self._op(state, "set_filter", control, value)
-            choices.append(Choice(value, chosen, value == current))
-        return ControlLinks(label, choices)
+        return ControlLinks(label, self._value_links(state, "set_filter", control, "All"))
 
     def _sorts(self, state: State) -> ControlLinks:
         """Links to every sort key in both orders."""
-        current = (state.get("sort", "id"), state.get("order", "asc"))
-        choices = []
-        for key in SORT_KEYS:
-            for order in ORDERS:
-                label = f"{key} ({'ascending' if order == 'asc' else 'descending'})"
-                chosen = self._op(state, "sort", "sort", key, order)
-                choices.append(Choice(label, chosen, (key, order) == current))
-        return ControlLinks("Sort by", choices)
+        keys = {key: key for key in SORT_KEYS}
+        return sort_links(
+            self.model, state, "sort", keys, ("id", "asc"), "Sort by", "{name} ({order})"
+        )
 
     def _open_links(self, label: str, ids: Iterable[int]) -> ControlLinks:
         """Links opening entries: weaknesses in the hierarchy, categories in the category list."""
@@ -462,12 +445,16 @@ class CweApp(SiteApp):
         pager_links: Sequence[Choice],
     ) -> bytes:
         """One page in the site's template, with the catalogue note at the bottom."""
-        notes = [
+        return render_page(
+            self.model, state, title, intro, tables, controls, pager_links, self.notes()
+        )
+
+    def notes(self) -> list[str]:
+        return [
             f"CWE catalogue version {self.catalog.version} ({self.catalog.date}); source: "
             f"{self.model.source}; licence: {self.model.licence}. Lists show {PAGE_SIZE} rows "
             "per page.",
         ]
-        return render_page(self.model, state, title, intro, tables, controls, pager_links, notes)
 
     # routes ---------------------------------------------------------------------------------
     def pages(self) -> dict[str, Callable[[State], bytes]]:
@@ -526,7 +513,7 @@ class CweApp(SiteApp):
             ControlLinks(
                 f"Weaknesses by {name}",
                 [
-                    Choice(v, self._op(weak, "set_filter", name, v))
+                    Choice(v, self._apply(weak, "set_filter", name, v))
                     for v in self.model.control(name).values
                 ],
             )
@@ -595,7 +582,7 @@ class CweApp(SiteApp):
         choices = [Choice("All views", self._state("/views"), not current)]
         for view_id in member_views(self.catalog):
             label = f"{view_id}: {self._entry(view_id).name}"
-            chosen = self._op(state, "select_view", "view", str(view_id))
+            chosen = self._apply(state, "select_view", "view", str(view_id))
             choices.append(Choice(label, chosen, str(view_id) == current))
         return ControlLinks("View", choices)
 
@@ -678,11 +665,8 @@ class CweApp(SiteApp):
             ("view_id", "Grouped under view"),
             ("submitted", "Submitted"),
         ]
-        scopes = [Choice("All", self._op(state, "clear_filter", "scope"), not scope)]
-        for view_id in scope_views(self.catalog):
-            label = f"{view_id}: {self._entry(view_id).name}"
-            chosen = self._op(state, "set_scope", "scope", str(view_id))
-            scopes.append(Choice(label, chosen, str(view_id) == scope))
+        views = ((str(v), f"{v}: {self._entry(v).name}") for v in scope_views(self.catalog))
+        scopes = self._value_links(state, "set_scope", "scope", "All", views)
         controls = [
             ControlLinks("Grouped under view", scopes),
             self._facet(state, "status", "Status"),
@@ -813,44 +797,35 @@ class CweApp(SiteApp):
         out += self.model.indexable_states()
         return list(dict.fromkeys(out))
 
-    def _pages(self, state: State, count: int) -> list[State]:
-        """``state`` and its further pages for a list of ``count`` rows."""
-        pages = max(1, math.ceil(count / PAGE_SIZE))
-        return [state] + [self._op(state, "page", "page", str(n)) for n in range(2, pages + 1)]
-
     def _filter_states(self, base: State, filters: Sequence[str]) -> list[State]:
-        return [
-            self._op(base, "set_filter", name, value)
-            for name in filters
-            for value in self.model.control(name).values
-        ]
+        return [s for name in filters for s in self._value_states(base, "set_filter", name)]
 
     def _weakness_states(self) -> list[State]:
         base = self._state("/weaknesses")
-        out = self._pages(base, len(self.catalog.of_kind("Weakness")))
+        out = self._with_pages(base, len(self.catalog.of_kind("Weakness")))
         out += self._filter_states(base, ("status", "abstraction", "likelihood", "language"))
-        out += [self._op(base, "sort", "sort", k, o) for k in SORT_KEYS for o in ORDERS]
+        out += self._sort_states(base, "sort")
         years = self.model.control("submitted").values
         out += [self._with_window_end(base, "from", y) for y in years]
         return out
 
     def _view_states(self) -> list[State]:
         base = self._state("/views")
-        out = self._pages(base, len(self.catalog.of_kind("View")))
+        out = self._with_pages(base, len(self.catalog.of_kind("View")))
         for view_id in member_views(self.catalog):
-            chosen = self._op(base, "select_view", "view", str(view_id))
-            out += self._pages(chosen, len(self._entry(view_id).members))
+            chosen = self._apply(base, "select_view", "view", str(view_id))
+            out += self._with_pages(chosen, len(self._entry(view_id).members))
         return out
 
     def _category_states(self) -> list[State]:
         base = self._state("/categories")
-        out = self._pages(base, len(self.catalog.of_kind("Category")))
+        out = self._with_pages(base, len(self.catalog.of_kind("Category")))
         out += self._filter_states(base, ("status",))
-        out += [self._op(base, "set_scope", "scope", str(v)) for v in scope_views(self.catalog)]
+        out += self._value_states(base, "set_scope", "scope")
         for category in self.catalog.of_kind("Category"):
             if SOFTWARE_VIEW in category.member_views:
-                opened = self._op(base, "open_node", "category", str(category.id))
-                out += self._pages(opened, len(category.members))
+                opened = self._apply(base, "open_node", "category", str(category.id))
+                out += self._with_pages(opened, len(category.members))
         return out
 
     def _hierarchy_states(self) -> list[State]:
@@ -858,9 +833,9 @@ class CweApp(SiteApp):
         out = [base]
         for pillar in self.catalog.roots:
             below = self.catalog.children.get(pillar, ())
-            out += self._pages(self._op(base, "open_node", "node", str(pillar)), len(below))
+            out += self._with_pages(self._apply(base, "open_node", "node", str(pillar)), len(below))
             out += [
-                self._op(base, "open_node", "node", str(child))
+                self._apply(base, "open_node", "node", str(child))
                 for child in below
                 if self._entry(child).abstraction == "Class"
             ]

