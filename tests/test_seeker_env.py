@@ -1,6 +1,6 @@
 """SeekerGym episodes on a tiny corpus embedded with the real pinned ONNX model.
 
-Needs the exported model (``sgrgym seeker export-model``, done at set-up); the store is
+Needs the built model (``sgrgym seeker build-model``, done at set-up); the store is
 built here from sentences written for the test.
 """
 
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "embeddings" / "models"
 if not (MODELS / "all-MiniLM-L6-v2" / "model.onnx").is_file():
     pytest.skip(
-        "the ONNX model is not exported (sgrgym seeker export-model)", allow_module_level=True
+        "the ONNX model is not built (sgrgym seeker build-model)", allow_module_level=True
     )
 
 from sgrgym.seeker.embed import OnnxMiniLM  # noqa: E402

