@@ -100,3 +100,15 @@ def test_changed_demo_corpus_is_refused_by_build_store(
     assert main(["seeker", "build-store", "--out", str(tmp_path / "store"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "tasks/seeker/djangodocs/corpus.jsonl" in err and "does not match its pin" in err
+
+
+def test_check_store_passes_on_the_demo_and_names_a_damaged_store(
+    store_copy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    if not CORPUS.is_file():
+        pytest.skip("the demo corpus is not built (sgrgym seeker build-corpus)")
+    assert main(["seeker", "check-store"]) == 0
+    assert "3494 passages of djangodocs match the corpus" in capsys.readouterr().out
+    (store_copy / "theta-selection.json").write_text("{}", encoding="utf-8")
+    assert main(["seeker", "check-store", "--store", str(store_copy)]) == 2
+    assert str(store_copy) in capsys.readouterr().err

@@ -197,6 +197,17 @@ def cmd_build_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check_store(args: argparse.Namespace) -> int:
+    env = _env(args)
+    manifest = env.store.manifest
+    selection = manifest.theta_selection
+    evidence = f"θ evidence sha256 {selection.sha256[:16]}…" if selection else "θ not selected"
+    print(f"{args.store or store_path(args.corpus, args.model)}: {manifest.rows} passages of "
+          f"{manifest.corpus} match the corpus and {manifest.model_id}; θ = {manifest.theta} "
+          f"({evidence})")  # fmt: skip
+    return 0
+
+
 def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
     from sgrgym.errors import UserError
     from sgrgym.seeker.env import SeekerEnv
@@ -491,6 +502,21 @@ def add_commands(areas: Any) -> None:
     store.add_argument("--out", type=Path, metavar="DIR")
     store.add_argument("--quiet", action="store_true")
     store.set_defaults(handler=cmd_build_store)
+
+    check = cmds.add_parser(
+        "check-store", help="check a passage store against its corpus, model and pins",
+        description="Open the passage store (vectors and θ evidence checked against its "
+        "manifest), check that the built corpus and the embedding model are the ones it was "
+        "built with. Exit 2 naming the file on any mismatch.",
+    )  # fmt: skip
+    for flag, default, text in (
+        ("--corpus", DEMO, "corpus (default: demo)"),
+        ("--model", DEFAULT_MODEL, "embedder (default: %(default)s)"),
+    ):
+        check.add_argument(flag, default=default, help=text)  # fmt: skip
+    check.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
+    check.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
+    check.set_defaults(handler=cmd_check_store, query_cache=None, steps=1)
 
     run = cmds.add_parser(
         "run", help="run an agent over the corpus (completeness per step and topic)",
