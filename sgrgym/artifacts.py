@@ -93,10 +93,14 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
         ]
         if not quiet:
             print(f"  downloading {artifact.filename} ({artifact.bytes / 1e6:.1f} MB) with pip")
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        # The project's constraints file pins our own install; the sdist's build backend (used
+        # only to read its metadata) needs its own versions, so it is not passed on.
+        env = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
         got = Path(tmp) / artifact.filename
         if done.returncode != 0 or not got.is_file():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            tail = [x.strip() for x in lines if "ERROR" in x][-3:] or lines[-3:]
             raise UserError(
                 f"pip could not download {artifact.filename} ({artifact.name}=="
                 f"{artifact.version}, sha256 {artifact.sha256}): {' / '.join(tail)}; check "
