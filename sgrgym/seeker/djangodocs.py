@@ -5,7 +5,10 @@ The sdist is an immutable PyPI file pinned by sha256 (:data:`DJANGO_SDIST`); it 
 the tarball: nothing is installed and no text is committed. The pages are reStructuredText
 written for Sphinx; each is rendered with docutils to HTML and then goes through the same
 extraction, filters and selection as every other corpus (:mod:`sgrgym.seeker.corpus`,
-:func:`sgrgym.seeker.pydocs.select_documents`).
+:func:`sgrgym.seeker.pydocs.select_documents`): the paper's encyclopedic filters (appendix
+B.1.1: >= 12 passages, short-passage ratio < 0.1, abstract of 64-1024 tokens) and its final
+construction score ``log(inbound + 1) * (1 - short ratio)`` (appendix B.1), at most 8 pages
+per cluster and 64 in all (ours, as for the Python docs).
 
 Rendering rules (ours): Sphinx object descriptions (``.. class::``, ``.. method::``,
 ``.. setting::``, ``.. django-admin::`` ...) become a signature ``<dt class="sig">`` with its
