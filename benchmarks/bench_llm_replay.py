@@ -99,10 +99,11 @@ def main() -> int:
 
     import requests_cache
 
-    corpus = load_corpus(ROOT / "tasks/seeker/pydocs/corpus.jsonl")
+    from sgrgym.seeker.commands import corpus_path, store_path
     from sgrgym.seeker.store import PassageStore
 
-    store = PassageStore.open(ROOT / "embeddings/pydocs__minilm-l6-onnx")
+    corpus = load_corpus(ROOT / corpus_path("demo"))  # the demo corpus and its store
+    store = PassageStore.open(ROOT / store_path("demo", "minilm-l6-onnx"))
     model = OnnxMiniLM(ROOT / "embeddings/models/all-MiniLM-L6-v2",
                        manifest_path=ROOT / "embeddings/models/manifest.json")  # fmt: skip
     docs = [d.id for d in corpus.documents][: args.docs]

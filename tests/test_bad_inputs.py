@@ -16,7 +16,7 @@ from sgrgym.cli import main
 DEMO_TASKS = "tasks/sgr/places/constraint.jsonl"
 EXAMPLE_TASKS = "tasks/examples/constraint.jsonl"
 EXAMPLE_PREDICTIONS = "tasks/examples/predictions.jsonl"
-DOC = "c-api/arg"
+DOC = "howto/auth-remote-user"  # a document of the demo corpus
 
 
 def _deep(path: Path) -> None:

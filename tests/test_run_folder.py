@@ -105,7 +105,7 @@ def test_out_naming_a_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     target.write_text("x")
     runs = [
         ["sgr", "run", "--agent", "default", "--out", str(target), "--quiet"],
-        ["seeker", "run", "--docs", "c-api/arg", "--steps", "1", "--out", str(target),
+        ["seeker", "run", "--docs", "howto/auth-remote-user", "--steps", "1", "--out", str(target),
          "--quiet"],
         ["seeker", "calibrate", "--estimator", "constant", "--no-stopping", "--splits", "1",
          "--seeds", "1", "--out", str(target), "--quiet"],
