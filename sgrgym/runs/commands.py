@@ -8,10 +8,18 @@ from typing import Any
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from sgrgym.errors import UserError
     from sgrgym.runs.config import load_config
     from sgrgym.runs.main import run_all
 
     config = load_config(args.config)
+    special = [a for a in args.agent or [] if a == "llm" or a.startswith("cli:")]
+    if special:
+        raise UserError(
+            f"--agent {special[0]}: sgrgym run takes LLM agents from an [llm] table in --config "
+            "(model, base_url, cache, mode; see README), and agent CLIs from `sgrgym sgr run "
+            "--agent cli:NAME`"
+        )
     if args.agent:
         extra = [a for a in args.agent if a not in config.sgr.agents]
         config = config.model_copy(
