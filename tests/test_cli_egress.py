@@ -159,6 +159,6 @@ def test_runner_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     with pytest.raises(SystemExit):
         main(["sgr", "run", "--agent", "robot", "--out", out])
     assert (
-        "choose oracle, default, random, explore, search-only, llm or cli:NAME"
+        "choose default, explore, oracle, random, search-only, llm or cli:NAME"
         in capsys.readouterr().err
     )
