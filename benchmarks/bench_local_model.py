@@ -137,9 +137,11 @@ def tool_calls(url: str, model: str, seeds: int) -> dict[str, Any]:
 CHECKS = ("repeat", "after_others", "no_prompt_cache", "restart")
 
 
-def measure(model: str, threads: int, rounds: int, seeds: int, parts: list[str]) -> dict[str, Any]:
-    settings = ServerSettings(port=0, threads=threads, ctx=4096)
-    result: dict[str, Any] = {"model": model, "threads": threads}
+def measure(
+    model: str, threads: int, rounds: int, seeds: int, parts: list[str], prompt_cache: bool
+) -> dict[str, Any]:
+    settings = ServerSettings(port=0, threads=threads, ctx=4096, prompt_cache=prompt_cache)
+    result: dict[str, Any] = {"model": model, "threads": threads, "prompt_cache": prompt_cache}
     with LocalServer(model, settings) as server:
         before = determinism(server.base_url)
         if "speed" in parts:
@@ -168,8 +170,12 @@ def main() -> int:
         "--parts", nargs="*", choices=["speed", "tools"], default=["speed", "tools"],
         help="what to measure besides determinism (default: both)",
     )  # fmt: skip
+    parser.add_argument("--no-prompt-cache", action="store_true", help="serve with it off")
     args = parser.parse_args()
-    results = [measure(m, args.threads, args.rounds, args.seeds, args.parts) for m in args.models]
+    results = [
+        measure(m, args.threads, args.rounds, args.seeds, args.parts, not args.no_prompt_cache)
+        for m in args.models
+    ]
     base = results[0]
     for result in results:
         if "speed" in args.parts:
