@@ -5,7 +5,7 @@ Needs the fetched files (``sgrgym llm fetch-model NAME``). For each model it sta
 
 - determinism: one request at temperature 0 and at 0.8 (seeded) sent twice, then again after
   other requests (other prompts, seeds, temperatures), with the prompt cache off, and after a
-  server restart: are the reply bytes identical every time?
+  server restart: are the reply bytes identical every time (and which check differs)?
 - speed: a ~1,000-token prompt with the prompt cache off and 64 generated tokens
   (``ignore_eos``), several rounds; the server's own ``timings`` (prompt and generation
   tokens per second), medians;
@@ -134,23 +134,29 @@ def tool_calls(url: str, model: str, seeds: int) -> dict[str, Any]:
     return {**counts, "first_reply": first[:300]}
 
 
-def measure(model: str, threads: int, rounds: int, seeds: int) -> dict[str, Any]:
-    settings = ServerSettings(port=0, threads=threads, ctx=4096)
+CHECKS = ("repeat", "after_others", "no_prompt_cache", "restart")
+
+
+def measure(
+    model: str, threads: int, rounds: int, seeds: int, parts: list[str], prompt_cache: bool
+) -> dict[str, Any]:
+    settings = ServerSettings(port=0, threads=threads, ctx=4096, prompt_cache=prompt_cache)
+    result: dict[str, Any] = {"model": model, "threads": threads, "prompt_cache": prompt_cache}
     with LocalServer(model, settings) as server:
         before = determinism(server.base_url)
-        speeds = speed(server.base_url, rounds)
-        calls = tool_calls(server.base_url, model, seeds)
+        if "speed" in parts:
+            result.update(speed(server.base_url, rounds))
+        if "tools" in parts:
+            result["tool_calls"] = tool_calls(server.base_url, model, seeds)
     with LocalServer(model, settings) as server:  # a fresh process: same bytes?
         after = {f"t={t}": text_of(ask(server.base_url, QUESTION, t, 42)) for t in (0.0, 0.8)}
-    identical = {key: len({*texts, after[key]}) == 1 for key, texts in before.items()}
-    return {
-        "model": model,
-        "threads": threads,
-        "identical": identical,
-        **speeds,
-        "tool_calls": calls,
-        "sample": before["t=0.0"][0][:120],
+    result["identical"] = {key: len({*texts, after[key]}) == 1 for key, texts in before.items()}
+    result["same_as_first"] = {
+        key: dict(zip(CHECKS, [t == texts[0] for t in [*texts[1:], after[key]]], strict=True))
+        for key, texts in before.items()
     }
+    result["sample"] = before["t=0.0"][0][:120]
+    return result
 
 
 def main() -> int:
@@ -160,14 +166,21 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--json", type=Path, metavar="FILE")
+    parser.add_argument(
+        "--parts", nargs="*", choices=["speed", "tools"], default=["speed", "tools"],
+        help="what to measure besides determinism (default: both)",
+    )  # fmt: skip
+    parser.add_argument("--no-prompt-cache", action="store_true", help="serve with it off")
     args = parser.parse_args()
-    results = [measure(m, args.threads, args.rounds, args.seeds) for m in args.models]
+    results = [
+        measure(m, args.threads, args.rounds, args.seeds, args.parts, not args.no_prompt_cache)
+        for m in args.models
+    ]
     base = results[0]
     for result in results:
-        result["prompt_ratio_to_first"] = round(result["prompt_tok_s"] / base["prompt_tok_s"], 2)
-        result["generation_ratio_to_first"] = round(
-            result["generation_tok_s"] / base["generation_tok_s"], 2
-        )
+        if "speed" in args.parts:
+            for key in ("prompt_tok_s", "generation_tok_s"):
+                result[key.replace("tok_s", "ratio_to_first")] = round(result[key] / base[key], 2)
         print(json.dumps(result, ensure_ascii=False), flush=True)
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -314,6 +314,10 @@ def test_local_server_starts_waits_for_health_and_stops(tmp_path: Path) -> None:
         assert pairs["--model"] == str(cache / "models" / "tiny.gguf")
     assert not server.running()
     assert server.log_path.read_text(encoding="utf-8").splitlines()[-1] == "terminated"
+    assert "--no-cache-prompt" not in server.command
+    settings = ServerSettings(port=0, prompt_cache=False)
+    with LocalServer("tiny", settings, cache=cache, manifest=manifest) as server:
+        assert server.command[-1] == "--no-cache-prompt"
 
 
 def test_a_server_that_exits_while_starting_quotes_its_log(tmp_path: Path) -> None:

@@ -69,7 +69,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from sgrgym.llm.local import LocalServer, ServerSettings, default_threads
 
     threads = args.threads or default_threads()
-    settings = ServerSettings(port=args.port, threads=threads, ctx=args.ctx, seed=args.seed)
+    settings = ServerSettings(
+        port=args.port, threads=threads, ctx=args.ctx, seed=args.seed,
+        prompt_cache=not args.no_prompt_cache,
+    )  # fmt: skip
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         _say(f"starting llama-server for {args.model} on 127.0.0.1:{args.port} ...")
@@ -150,6 +153,11 @@ def add_commands(areas: Any) -> None:
         "--seed", type=int, default=0, metavar="N",
         help="seed for requests that send none (default %(default)s)",
     )  # fmt: skip
+    serve.add_argument(
+        "--no-prompt-cache",
+        action="store_true",
+        help="evaluate every prompt afresh (slower; for builds whose cached repeats differ)",
+    )
     serve.add_argument(
         "--server-binary",
         type=Path,

@@ -43,6 +43,7 @@ class ServerSettings:
     threads: int = field(default_factory=lambda: default_threads())
     ctx: int = DEFAULT_CTX
     seed: int = DEFAULT_SEED
+    prompt_cache: bool = True  # False: every request evaluates its whole prompt afresh
 
 
 def default_threads() -> int:
@@ -119,6 +120,7 @@ class LocalServer(Closing):
             "--seed", str(self.settings.seed),
             "--no-webui",
             "--offline",
+            *([] if self.settings.prompt_cache else ["--no-cache-prompt"]),
         ]  # fmt: skip
         logs = (cache or cache_dir()) / "llama-server" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
