@@ -95,23 +95,6 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_budget_options(parser: argparse.ArgumentParser) -> None:
-    from sgrgym.sgr.commands import _positive_float, _positive_int
-
-    parser.add_argument(
-        "--max-tool-calls", type=_positive_int, default=None,
-        help="optional cap on tool calls (default: none)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-wall-s", type=_positive_float, default=6000.0,
-        help="wall time per task (default: 6000, appendix C)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--stall-s", type=_positive_float, default=3000.0,
-        help="stop a task after this long without a tool call (default: 3000, appendix C)",
-    )  # fmt: skip
-
-
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym mcp`` on the top-level sub-parsers."""
     mcp = areas.add_parser(
@@ -141,6 +124,8 @@ def add_commands(areas: Any) -> None:
         "--print-prompt", action="store_true",
         help="print the task prompt for this episode (appendix C) and exit",
     )  # fmt: skip
+    from sgrgym.sgr.commands import add_budget_options
+
     add_budget_options(mcp)
     mcp.set_defaults(handler=cmd_mcp)
 

@@ -452,6 +452,22 @@ _FAMILIES_HELP = (
 )
 
 
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The watchdog budgets of an SGR episode (`sgr run`, `sgrgym mcp`)."""
+    parser.add_argument(
+        "--max-tool-calls", type=_positive_int, default=None,
+        help="optional cap on tool calls (default: none)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-wall-s", type=_positive_float, default=6000.0,
+        help="wall time per task (default: 6000, appendix C)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stall-s", type=_positive_float, default=3000.0,
+        help="stop a task after this long without a tool call (default: 3000, appendix C)",
+    )  # fmt: skip
+
+
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
     from sgrgym.sgr.registry import agent_help
@@ -597,22 +613,7 @@ def add_commands(areas: Any) -> None:
         "--random-steps", type=_positive_int, default=4,
         help="links the random agent follows / operations the explore agent makes",
     )  # fmt: skip
-    run.add_argument(
-        "--max-tool-calls",
-        type=_positive_int,
-        default=None,
-        help="optional cap on tool calls (default: none)",
-    )
-    run.add_argument(
-        "--max-wall-s",
-        type=_positive_float,
-        default=6000.0,
-        help="wall time per task (default: 6000)",
-    )
-    run.add_argument(
-        "--stall-s", type=_positive_float, default=3000.0,
-        help="stop a task after this long without progress (default: 3000)",
-    )  # fmt: skip
+    add_budget_options(run)
     run.add_argument(
         "--no-render", action="store_true",
         help="serve only archived pages (a miss is a 404) instead of rendering them",
