@@ -37,7 +37,7 @@ from sgrgym.seeker.corpus import Corpus, CorpusSource, load_corpus, make_documen
 from sgrgym.seeker.estimators import EstimateCache, VisibleCountEstimator
 
 ROOT = Path(__file__).resolve().parent.parent
-DEMO = ROOT / "tasks/seeker/pydocs/corpus.jsonl"
+DEMO = ROOT / "tasks/seeker/djangodocs/corpus.jsonl"
 
 
 def generated_corpus(documents: int = 80, passages: int = 60) -> Corpus:

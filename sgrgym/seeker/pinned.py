@@ -1,8 +1,9 @@
 """A corpus is read only after it is checked against its pins.
 
 The pins of a corpus file: the ``corpus_sha256`` of the passage store built from it
-(``embeddings/<corpus>__<model>/manifest.json``) and, for the demo corpus, the one in
-``tasks/seeker/pydocs/manifest.json``. Every command that reads a corpus loads it here, so a
+(``embeddings/<corpus>__<model>/manifest.json``) and, for a pinned corpus (the demo
+``djangodocs``, or ``pydocs`` from Debian's package), the one in
+``tasks/seeker/<corpus>/manifest.json``. Every command that reads a corpus loads it here, so a
 changed document id or passage is refused even where no vector is used (``calibrate`` with a
 count-only estimator).
 """
@@ -15,8 +16,11 @@ from sgrgym.errors import UserError
 from sgrgym.seeker.corpus import Corpus, corpus_sha256, load_corpus
 from sgrgym.seeker.store import MANIFEST, load_store_manifest
 
-DEMO_CORPUS_FILE = Path("tasks/seeker/pydocs/corpus.jsonl")
-DEMO_MANIFEST = Path("tasks/seeker/pydocs/manifest.json")
+# Built corpora with a committed manifest of content hashes: corpus file -> manifest.
+PINNED_CORPORA = {
+    Path("tasks/seeker/djangodocs/corpus.jsonl"): Path("tasks/seeker/djangodocs/manifest.json"),
+    Path("tasks/seeker/pydocs/corpus.jsonl"): Path("tasks/seeker/pydocs/manifest.json"),
+}
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -28,17 +32,19 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def load_pinned_corpus(corpus_file: Path, store_dir: Path | None, need_store: bool) -> Corpus:
     """Load ``corpus_file`` and check it against the store's pin (``need_store``: the store
-    must exist; otherwise its pin is checked when it does) and, for the demo corpus, the demo
-    manifest's."""
+    must exist; otherwise its pin is checked when it does) and, for a pinned corpus (the demo),
+    its manifest's."""
     corpus = load_corpus(corpus_file)
     digest = corpus_sha256(corpus)
-    if _same_file(corpus_file, DEMO_CORPUS_FILE) and DEMO_MANIFEST.is_file():
+    for built, pin_file in PINNED_CORPORA.items():
+        if not (_same_file(corpus_file, built) and pin_file.is_file()):
+            continue
         from sgrgym.seeker.pydocs import load_manifest
 
-        pinned = load_manifest(DEMO_MANIFEST).corpus_sha256
+        pinned = load_manifest(pin_file).corpus_sha256
         if digest != pinned:
             raise UserError(
-                f"{corpus_file}: the demo corpus does not match its pin in {DEMO_MANIFEST} "
+                f"{corpus_file}: the corpus does not match its pin in {pin_file} "
                 f"(sha256 {digest}, pinned {pinned}); rebuild it with "
                 "`sgrgym seeker build-corpus`"
             )

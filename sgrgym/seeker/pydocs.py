@@ -403,7 +403,14 @@ def installed_version() -> str | None:
     return version if done.returncode == 0 and version else None
 
 
-def _differs(doc_id: str, what: str, manifest: PydocsManifest, installed: str | None) -> UserError:
+def _differs(
+    doc_id: str, what: str, manifest: PydocsManifest, installed: str | None, fix: str | None
+) -> UserError:
+    if fix is not None:
+        return UserError(
+            f"{manifest.corpus} corpus: document {doc_id!r} does not match the manifest "
+            f"({what}); {fix}"
+        )
     have = installed or "unknown (no dpkg-query)"
     return UserError(
         f"pydocs corpus: document {doc_id!r} does not match the manifest ({what}). The "
@@ -413,8 +420,12 @@ def _differs(doc_id: str, what: str, manifest: PydocsManifest, installed: str | 
     )
 
 
-def verify_corpus(corpus: Corpus, manifest: PydocsManifest, installed: str | None) -> None:
-    """Check ``corpus`` against ``manifest``; a UserError names the first differing document."""
+def verify_corpus(
+    corpus: Corpus, manifest: PydocsManifest, installed: str | None, *, fix: str | None = None
+) -> None:
+    """Check ``corpus`` against ``manifest``; a UserError names the first differing document.
+
+    ``fix`` replaces the Debian install hint (for corpora from other sources)."""
     if installed is not None and installed != manifest.package_version:
         raise UserError(
             f"installed {manifest.package} is {installed}, the manifest pins "
@@ -425,28 +436,30 @@ def verify_corpus(corpus: Corpus, manifest: PydocsManifest, installed: str | Non
     for entry in manifest.documents:
         doc = built.get(entry.id)
         if doc is None:
-            raise _differs(entry.id, "missing from the build", manifest, installed)
+            raise _differs(entry.id, "missing from the build", manifest, installed, fix)
         got = manifest_document(doc)
         if got.topic != entry.topic:
-            raise _differs(entry.id, f"topic {got.topic!r} != {entry.topic!r}", manifest, installed)
+            raise _differs(
+                entry.id, f"topic {got.topic!r} != {entry.topic!r}", manifest, installed, fix
+            )
         if got.title_sha256 != entry.title_sha256:
-            raise _differs(entry.id, "title hash", manifest, installed)
+            raise _differs(entry.id, "title hash", manifest, installed, fix)
         if got.abstract_sha256 != entry.abstract_sha256:
-            raise _differs(entry.id, "abstract hash", manifest, installed)
+            raise _differs(entry.id, "abstract hash", manifest, installed, fix)
         if got.passages != entry.passages:
             what = f"{got.passages} passages, the manifest has {entry.passages}"
-            raise _differs(entry.id, what, manifest, installed)
+            raise _differs(entry.id, what, manifest, installed, fix)
         for i, (a, b) in enumerate(zip(got.passage_sha256, entry.passage_sha256, strict=True)):
             if a != b:
-                raise _differs(entry.id, f"hash of passage p{i + 1}", manifest, installed)
+                raise _differs(entry.id, f"hash of passage p{i + 1}", manifest, installed, fix)
         if got.sha256 != entry.sha256:
-            raise _differs(entry.id, "document hash (sections)", manifest, installed)
+            raise _differs(entry.id, "document hash (sections)", manifest, installed, fix)
     extra = sorted(set(built) - {e.id for e in manifest.documents})
     if extra:
-        raise _differs(extra[0], "not in the manifest", manifest, installed)
+        raise _differs(extra[0], "not in the manifest", manifest, installed, fix)
     if corpus_sha256(corpus) != manifest.corpus_sha256:
         raise UserError(
-            f"pydocs corpus: the corpus hash differs from the manifest's "
+            f"{manifest.corpus} corpus: the corpus hash differs from the manifest's "
             f"({manifest.package}={manifest.package_version})"
         )
 
