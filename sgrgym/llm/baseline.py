@@ -151,11 +151,12 @@ def pack_cache(sqlite: Path, folder: Path, name: str = "calls.sqlite.xz") -> Cac
     """Copy a recorded cache into ``folder``: VACUUMed (no free pages), then xz-compressed."""
     with tempfile.TemporaryDirectory(prefix="sgrgym-baseline-") as scratch:
         copy = Path(scratch) / "calls.sqlite"
-        shutil.copyfile(sqlite, copy)
-        connection = sqlite3.connect(copy)
+        source, connection = sqlite3.connect(sqlite), sqlite3.connect(copy)
         try:
+            source.backup(connection)  # a consistent copy even while a writer is busy
             connection.execute("VACUUM")
         finally:
+            source.close()
             connection.close()
         with open(copy, "rb") as src, lzma.open(folder / name, "wb", preset=9) as out:
             shutil.copyfileobj(src, out, _CHUNK)
