@@ -87,3 +87,16 @@ def test_replay_baseline_command_refuses_an_existing_out(
     code = main(["llm", "replay-baseline", str(BASELINE), "--out", str(tmp_path)])
     assert code == 2
     assert "sgr already exist" in capsys.readouterr().err
+
+
+def test_a_bad_manifest_field_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "baseline"
+    shutil.copytree(BASELINE, copy)
+    manifest = json.loads((copy / "manifest.json").read_text("utf-8"))
+    manifest["model"]["gguf_sha256"] = "not-a-hash"
+    (copy / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    code = main(["llm", "replay-baseline", str(copy), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{copy / 'manifest.json'}: field model.gguf_sha256" in err
+    assert not (tmp_path / "out").exists()
