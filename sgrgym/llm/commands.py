@@ -95,6 +95,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+def cmd_replay_baseline(args: argparse.Namespace) -> int:
+    from sgrgym.llm.baseline import replay
+
+    replays = replay(args.folder, args.out, say=_say)
+    for run in replays:
+        state = "identical" if not run.differing else "DIFFERENT: " + ", ".join(run.differing)
+        print(f"{run.name}\t{state}\t{run.out}")
+    return 1 if any(run.differing for run in replays) else 0
+
+
 def add_commands(areas: Any) -> None:
     llm = areas.add_parser(
         "llm",
@@ -166,3 +176,24 @@ def add_commands(areas: Any) -> None:
     )
     serve.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)
     serve.set_defaults(handler=cmd_serve)
+
+    baseline = commands.add_parser(
+        "replay-baseline",
+        help="replay a committed model baseline offline and compare its results byte for byte",
+        description=(
+            "Check every pin of a baseline folder (manifest.json), unpack its recorded cache, "
+            "run each recorded command with --llm-mode replay (no server, no connection) and "
+            "compare the result files with the committed ones. Run it from the repository "
+            "root (the commands' task and corpus paths are relative to it). Exit 1 when a "
+            "result differs."
+        ),
+    )
+    baseline.add_argument(
+        "folder", nargs="?", type=Path, default=Path("baselines/qwen2.5-coder-0.5b"),
+        metavar="DIR", help="baseline folder (default: %(default)s)",
+    )  # fmt: skip
+    baseline.add_argument(
+        "--out", type=Path, required=True, metavar="DIR",
+        help="where the replayed run folders go (one per run; must not exist yet)",
+    )  # fmt: skip
+    baseline.set_defaults(handler=cmd_replay_baseline)

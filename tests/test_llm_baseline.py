@@ -1,0 +1,102 @@
+"""The committed Qwen2.5-Coder-0.5B baseline replays offline, byte for byte.
+
+``baselines/qwen2.5-coder-0.5b/`` holds a real recording of the pinned local model (served by
+``sgrgym llm serve``): the compressed chat cache and the result files of an SGR run and three
+SeekerGym runs. Here every pin is checked, the cache is unpacked into a scratch folder and
+every run is replayed with ``--llm-mode replay`` while every socket connection is refused (no
+server runs; the network guard of conftest is on too), and the results must equal the
+committed ones exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sgrgym.cli import main
+from sgrgym.errors import UserError
+from sgrgym.llm.baseline import load, replay, verify
+from sgrgym.llm.localfiles import load_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = ROOT / "baselines" / "qwen2.5-coder-0.5b"
+MODEL_ONNX = ROOT / "embeddings" / "models" / "all-MiniLM-L6-v2" / "model.onnx"
+CORPUS = ROOT / "tasks" / "seeker" / "djangodocs" / "corpus.jsonl"
+
+
+def refuse_connections(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: socket.socket, address: Any) -> None:
+        raise AssertionError(f"a connection was attempted to {address!r}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+
+
+def test_manifest_pins_every_file_and_names_the_pinned_model() -> None:
+    manifest = verify(BASELINE)
+    local = load_manifest()
+    model = local.model(manifest.model.name)
+    assert manifest.model.gguf == model.file
+    assert manifest.model.gguf_sha256 == model.sha256
+    assert manifest.server.build in local.servers
+    names = {run.name for run in manifest.runs}
+    assert names == {"sgr", "seeker-dedup", "seeker-trajectory", "seeker-oracle"}
+    for run in manifest.runs:
+        card = json.loads((BASELINE / run.name / "run.json").read_text("utf-8"))
+        assert "local:qwen2.5-coder-0.5b" in json.dumps(card)
+    assert (BASELINE / manifest.cache.file).stat().st_size < 5_000_000
+
+
+def test_replay_is_byte_identical_without_a_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not (MODEL_ONNX.is_file() and CORPUS.is_file()):
+        pytest.skip("the demo corpus or the MiniLM model is not built (setup/test builds them)")
+    monkeypatch.chdir(ROOT)  # the recorded commands' task paths are relative to the root
+    refuse_connections(monkeypatch)
+    replays = replay(BASELINE, tmp_path / "out")
+    assert [r.name for r in replays] == [run.name for run in load(BASELINE).runs]
+    assert all(r.differing == () for r in replays), [(r.name, r.differing) for r in replays]
+    for run in load(BASELINE).runs:
+        log = json.loads((tmp_path / "out" / run.name / "llm_run.json").read_text("utf-8"))
+        assert log["mode"] == "replay" and log["network_attempts"] == 0
+        assert log["calls"] == log["from_cache"] > 0
+
+
+def test_a_changed_file_is_named(tmp_path: Path) -> None:
+    copy = tmp_path / "baseline"
+    shutil.copytree(BASELINE, copy)
+    scores = copy / "sgr" / "scores.json"
+    scores.write_text(scores.read_text("utf-8") + " ", "utf-8")
+    with pytest.raises(UserError, match=r"sgr/scores\.json: sha256 [0-9a-f]{64} differs"):
+        verify(copy)
+    (copy / "notes.txt").write_text("x", "utf-8")
+    with pytest.raises(UserError, match=r"not pinned in manifest\.json: notes\.txt"):
+        verify(copy)
+
+
+def test_replay_baseline_command_refuses_an_existing_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sgr").mkdir()
+    code = main(["llm", "replay-baseline", str(BASELINE), "--out", str(tmp_path)])
+    assert code == 2
+    assert "sgr already exist" in capsys.readouterr().err
+
+
+def test_a_bad_manifest_field_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    copy = tmp_path / "baseline"
+    shutil.copytree(BASELINE, copy)
+    manifest = json.loads((copy / "manifest.json").read_text("utf-8"))
+    manifest["model"]["gguf_sha256"] = "not-a-hash"
+    (copy / "manifest.json").write_text(json.dumps(manifest), "utf-8")
+    code = main(["llm", "replay-baseline", str(copy), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"{copy / 'manifest.json'}: field model.gguf_sha256" in err
+    assert not (tmp_path / "out").exists()
