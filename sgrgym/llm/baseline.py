@@ -18,6 +18,7 @@ record them, so a replay runs from there.
 
 from __future__ import annotations
 
+import json
 import lzma
 import shutil
 import sqlite3
@@ -194,6 +195,17 @@ def _bytes(path: Path) -> bytes | None:
         return None
 
 
+def _comparable(name: str, data: bytes | None) -> object:
+    """What must be equal: the bytes of a result file; for a run card, everything but its
+    ``environment`` block (the sgrgym commit, Python and package versions of the machine that
+    ran it, which a replay elsewhere legitimately changes)."""
+    if data is None or name != "run.json":
+        return data
+    card = json.loads(data)
+    card.pop("environment", None)
+    return card
+
+
 def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
     """Replay every run of the baseline into ``out/<run>`` and compare its result files."""
     from sgrgym.cli import main
@@ -215,7 +227,8 @@ def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
             differing = tuple(
                 name
                 for name in run.results
-                if _bytes(out / run.name / name) != (folder / run.name / name).read_bytes()
+                if _comparable(name, _bytes(out / run.name / name))
+                != _comparable(name, (folder / run.name / name).read_bytes())
             )
             replays.append(RunReplay(run.name, out / run.name, differing))
     return replays
