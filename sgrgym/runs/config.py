@@ -104,6 +104,16 @@ class LLMConfig(BaseModel):
     site_ops: bool = False  # appendix C: the paper's agents had no site operations
 
 
+class BaselineConfig(BaseModel):
+    """A committed real-model recording (``baselines/``) replayed offline and checked byte for
+    byte against its committed results (:mod:`sgrgym.llm.baseline`)."""
+
+    model_config = _STRICT
+
+    enabled: bool = True
+    folder: Path = Path("baselines/qwen2.5-coder-0.5b")
+
+
 class RunConfig(BaseModel):
     model_config = _STRICT
 
@@ -111,6 +121,7 @@ class RunConfig(BaseModel):
     calibration: CalibrationConfig = CalibrationConfig()
     sgr: SgrConfig = SgrConfig()
     llm: LLMConfig | None = None
+    baseline: BaselineConfig = BaselineConfig()
 
     def seeker_agents(self) -> list[str]:
         """The SeekerGym agents run: ``[seeker] agents``, then ``llm`` with an ``[llm]`` table."""

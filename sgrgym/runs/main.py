@@ -9,6 +9,8 @@ Layout of ``OUT``:
   (:func:`sgrgym.seeker.run.run_seeker`: episodes, summary, its own card);
 - ``calibration/``: the calibration protocol (:mod:`sgrgym.seeker.calibrate`);
 - ``sgr/<agent>/``: one SGR run folder per agent (:func:`sgrgym.sgr.run.run_tasks`);
+- ``baseline/``: the committed real-model baseline (``baselines/``) replayed from its recorded
+  model calls and checked byte for byte against its committed results;
 - ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.runs.results`);
 - ``report/``: the HTML and Markdown report (:mod:`sgrgym.report.html`);
 - ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings and the
@@ -43,6 +45,7 @@ CALIBRATION = "calibration"
 SGR = "sgr"
 RESULTS = "results"
 REPORT = "report"
+BASELINE = "baseline"
 # What differs between two runs of one config: wall-clock seconds, and the LLM call log (cache
 # hits and network attempts: a record and its replay differ there, and only there).
 VOLATILE = ("timings.jsonl", "llm_run.json")
@@ -309,6 +312,30 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
             llm.close()
 
 
+def _run_baseline(out: Path, config: RunConfig) -> None:
+    """Replay the committed real-model baseline into ``OUT/baseline`` (seconds, no server) and
+    check its results byte for byte; a difference stops the run."""
+    import shutil
+
+    from sgrgym.hashing import canonical_json as dump
+    from sgrgym.llm.baseline import replay
+
+    target, marker = out / BASELINE, out / BASELINE / "replay.json"
+    if marker.is_file():
+        return  # replayed and checked before this run was resumed
+    if target.exists():
+        shutil.rmtree(target)  # a replay cut short: start it again
+    progress(f"Baseline: replaying {config.baseline.folder} (recorded model calls, offline)")
+    replays = replay(config.baseline.folder, target)
+    differing = {r.name: list(r.differing) for r in replays if r.differing}
+    if differing:
+        raise UserError(f"{config.baseline.folder}: the replay differs from the committed "
+                        f"results: {differing}")  # fmt: skip
+    marker.write_text(dump({"baseline": str(config.baseline.folder),
+                            "runs": [r.name for r in replays], "identical": True}) + "\n",
+                      encoding="utf-8")  # fmt: skip
+
+
 def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
     """(sha256 of every result and record file, sha256 of the volatile timing files) under
     ``out``; locks, temporary files and the top completion marker are left out."""
@@ -354,6 +381,8 @@ def run_all(
                 _run_calibration(out, config, seeker, bar)
             if sgr is not None:
                 _run_sgr(out, config, sgr, bar)
+            if config.baseline.enabled:
+                _run_baseline(out, config)
             progress("Results: summary tables from the records")
             write_results(out, config)
             if report:
@@ -375,6 +404,8 @@ def where(out: Path, config: RunConfig, report: bool) -> dict[str, Path]:
         places["calibration"] = out / CALIBRATION
     if config.sgr.enabled:
         places["SGR answers and trajectories"] = out / SGR
+    if config.baseline.enabled:
+        places["real-model baseline, replayed"] = out / BASELINE
     places["summary tables"] = out / RESULTS
     if report:
         places["report (HTML)"] = out / REPORT / "index.html"
