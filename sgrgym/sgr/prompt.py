@@ -24,7 +24,7 @@ TOOL_HELP: dict[str, str] = {
     "operate": "operate(site, operation): use a control of a site the way its links do: set or "
     "clear a filter, select a view, open a hierarchy node, set a scope or a time window, sort, "
     "go to a page, or go to an address of the site.",
-    "submit_answer": "submit_answer(text): record your answer so far (the last one counts).",
+    "submit_answer": "submit_answer(answer): record your answer so far (the last one counts).",
 }
 DEFAULT_TOOLS = ("search", "fetch", "pdf", "operate", "submit_answer")
 
