@@ -167,7 +167,7 @@ def test_unknown_task_and_prompt(
     assert main(["mcp", "--task", "toy_002", "--print-prompt", *common]) == 0
     prompt = capsys.readouterr().out
     assert "List the plants asked for in toy_002." in prompt
-    assert "submit_answer(text)" in prompt and "operate(" not in prompt
+    assert "submit_answer(answer)" in prompt and "operate(" not in prompt
     assert "toy.sgrgym.test" not in prompt  # no start URL (appendix C)
 
 

@@ -4,7 +4,7 @@ The agent sees the task prompt (:mod:`sgrgym.sgr.prompt`: date, instruction, out
 tools, the ban on other retrieval paths; never the start URL, SGR-Bench appendix C). Tools:
 ``search(query)`` (a web search engine over the sites' entry pages,
 :mod:`sgrgym.sgr.websearch`), ``fetch(url)``, ``pdf(url)``, the site operations
-(:meth:`SgrEnv.operate`) and ``submit_answer(text)`` for interim answers.
+(:meth:`SgrEnv.operate`) and ``submit_answer(answer)`` for interim answers.
 
 Budgets (appendix C): 6,000 s of wall time per task, stalled after 3,000 s without progress
 (a tool call or a submitted answer); a cap on tool calls is optional and off by default. The
