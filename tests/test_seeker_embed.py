@@ -6,6 +6,7 @@ import hashlib
 import importlib.util
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -25,6 +26,7 @@ from sgrgym.seeker.embed import (
     OnnxMiniLM,
     OpenAIEmbeddings,
     QueryCache,
+    RecordedEmbedder,
     load_embedder,
     load_models_manifest,
 )
@@ -134,6 +136,44 @@ def test_cached_embedder_computes_each_text_once(tmp_path: Path) -> None:
         replayed = CachedEmbedder(fresh, cache).embed(["x", "y", "z"])
     assert fresh.calls == []
     assert replayed.tobytes() == np.concatenate([first[:2], second[1:]]).tobytes()
+
+
+def test_recorded_embedder_records_replays_without_embedding_and_names_a_miss(
+    tmp_path: Path,
+) -> None:
+    """Vectors recorded beside a run's model calls (the same SQLite file as requests-cache's
+    tables); a replay reads them only, never loads the embedder, and a missing text is exit 2."""
+    recording = tmp_path / "calls.sqlite"
+    sqlite3.connect(recording).execute("CREATE TABLE responses (key TEXT)").connection.close()
+    inner = CountingEmbedder()
+    with RecordedEmbedder("counting", 4, recording, "record", lambda: inner) as recorder:
+        first = recorder.embed(["a", "b", "a"])
+        assert recorder.embed(["b"]).tobytes() == first[1].tobytes()
+    assert inner.calls == [["a", "b"]]
+    tables = sqlite3.connect(recording).execute("SELECT name FROM sqlite_master").fetchall()
+    assert {"responses", "query_vectors"} <= {t for (t,) in tables}
+
+    def never() -> CountingEmbedder:
+        raise AssertionError("a replay loaded the embedder")
+
+    before = recording.read_bytes()
+    with RecordedEmbedder("counting", 4, recording, "replay", never) as replay:
+        assert replay.embed(["b", "a"]).tobytes() == first[[1, 0]].tobytes()
+        with pytest.raises(UserError, match=r"embedding not in the recording .*'c'"):
+            replay.embed(["a", "c"])
+        with pytest.raises(UserError, match=r"not in the recording"):
+            RecordedEmbedder("other-model", 4, recording, "replay", never).embed(["a"])
+    assert recording.read_bytes() == before  # a replay writes nothing
+
+    moved = CountingEmbedder()
+    moved.model_id = "counting"
+    with RecordedEmbedder("counting", 4, recording, "refresh", lambda: moved) as refresh:
+        refresh.embed(["a"])
+    assert moved.calls == [["a"]]
+    with pytest.raises(UserError, match="no recording to replay from"):
+        RecordedEmbedder("counting", 4, tmp_path / "none.sqlite", "replay", never)
+    with pytest.raises(UserError, match="mode must be one of"):
+        RecordedEmbedder("counting", 4, recording, "live", never)
 
 
 def test_embed_rejects_a_bare_string(tmp_path: Path) -> None:

@@ -12,6 +12,11 @@ A baseline folder (e.g. ``baselines/qwen2.5-coder-0.5b/``) holds
 :func:`replay` checks every pin, unpacks the cache into a scratch folder, runs each command
 with ``--llm-mode replay`` (offline: a request missing from the cache is an error, no
 connection is attempted) and compares the result files byte for byte with the committed ones.
+:func:`compare_file` names each difference: the file, the record (a JSONL record by its
+identity, ``doc_id=... seed=...`` for a SeekerGym episode, ``task_id=...`` for an SGR answer or
+trajectory), the field as a path (``llm.calls[2].prompt_tokens``) and both values;
+:func:`difference_lines` makes readable lines of them, and :class:`ReplayStatus` is the outcome
+as ``sgrgym run`` records it (``OUT/baseline/replay.json``).
 Task and corpus paths in the commands are relative to the repository root, as the run cards
 record them, so a replay runs from there.
 """
@@ -20,10 +25,11 @@ from __future__ import annotations
 
 import json
 import lzma
+import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,6 +43,11 @@ MANIFEST = "manifest.json"
 FORMAT = "sgrgym-llm-baseline"
 _SHA256 = r"^[0-9a-f]{64}$"
 _CHUNK = 1 << 20
+MAX_LISTED = 20  # differences listed per result file; the rest are counted
+VALUE_CHARS = 100  # each value of a difference, as compact JSON, is cut to this length
+JSONL_IDENTITY = (("doc_id", "seed"), ("task_id",))  # SeekerGym episodes; SGR answers, trajectories
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+WHOLE_FILE = "(file)"  # the record of a .json file's difference (the file is one record)
 
 Say = Callable[[str], None]
 
@@ -79,11 +90,50 @@ class BaselineManifest(_Frozen):
     files: dict[str, str] = {}  # path in the folder -> sha256, every file but the manifest
 
 
+class Difference(_Frozen):
+    """One difference between a committed result file and its replay."""
+
+    file: str  # <run>/<file>
+    record: str  # doc_id=... seed=..., task_id=... or line N (JSONL); (file) for a .json file
+    # Where in the record: a path (query_diversity[3], llm.calls[2].prompt_tokens), or
+    # (record) for a JSONL record added or missing, (file) for a file, (bytes) for bytes that
+    # differ where the parsed values do not (formatting, order)
+    field: str
+    committed: str | None  # compact JSON cut to VALUE_CHARS; None: absent
+    replayed: str | None
+
+
+class FileDifferences(_Frozen):
+    """The differences of one result file: the first :data:`MAX_LISTED`, and how many more."""
+
+    file: str
+    listed: tuple[Difference, ...]
+    unlisted: int = 0
+
+
 @dataclass(frozen=True)
 class RunReplay:
     name: str
     out: Path
     differing: tuple[str, ...]  # result files whose bytes differ from the committed ones
+    differences: tuple[FileDifferences, ...] = ()  # what differs in each of them
+
+
+class ReplayStatus(_Frozen):
+    """The outcome of a replay as ``sgrgym run`` records it in ``OUT/baseline/replay.json``."""
+
+    baseline: str  # the baseline folder
+    runs: list[str]  # its runs
+    identical: bool
+    differences: list[Difference] = []  # the listed differences, file by file
+    unlisted: dict[str, int] = {}  # file -> differences beyond the listed ones
+    error: str | None = None  # the replay failed outright (e.g. a request not in the cache)
+
+    def lines(self, limit: int | None = None) -> list[str]:
+        """What differs (or the error), one line each; at most ``limit`` difference lines."""
+        if self.error is not None:
+            return [f"the replay failed: {self.error}"]
+        return difference_lines(self.differences, self.unlisted, limit)
 
 
 def load(folder: Path) -> BaselineManifest:
@@ -195,21 +245,261 @@ def _bytes(path: Path) -> bytes | None:
         return None
 
 
-def _comparable(name: str, data: bytes | None) -> object:
-    """What must be equal: the bytes of a result file; for a run card, everything but its
-    ``environment`` block (the sgrgym commit, Python and package versions of the machine that
-    ran it, which a replay elsewhere legitimately changes)."""
-    if data is None or name != "run.json":
-        return data
-    card = json.loads(data)
-    card.pop("environment", None)
-    return card
+Found = tuple[str, str | None, str | None]  # (field path, committed, replayed)
+Placed = tuple[str, str, str | None, str | None]  # (record, field path, committed, replayed)
+
+
+def _compact(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def _same_value(a: object, b: object) -> bool:
+    """Equal as JSON, types included (``1`` is not ``1.0`` nor ``true``; NaN equals NaN)."""
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _key_path(path: str, key: str) -> str:
+    """``path.key``, or ``path["key"]`` for a key that is not a plain name."""
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _walk(committed: object, replayed: object, path: str, found: list[Found]) -> None:
+    """Append (field path, committed, replayed) for every leaf where the values differ."""
+    if isinstance(committed, dict) and isinstance(replayed, dict):
+        for key in [*committed, *(k for k in replayed if k not in committed)]:
+            where = _key_path(path, str(key))
+            if key not in replayed:
+                found.append((where, _compact(committed[key]), None))
+            elif key not in committed:
+                found.append((where, None, _compact(replayed[key])))
+            else:
+                _walk(committed[key], replayed[key], where, found)
+    elif isinstance(committed, list) and isinstance(replayed, list):
+        for i in range(max(len(committed), len(replayed))):
+            where = f"{path}[{i}]"
+            if i >= len(replayed):
+                found.append((where, _compact(committed[i]), None))
+            elif i >= len(committed):
+                found.append((where, None, _compact(replayed[i])))
+            else:
+                _walk(committed[i], replayed[i], where, found)
+    elif not _same_value(committed, replayed):
+        found.append((path or "(record)", _compact(committed), _compact(replayed)))
+
+
+def _parse(text: str) -> tuple[bool, object]:
+    """(True, the JSON value), or (False, the text) when it is not JSON."""
+    try:
+        return True, json.loads(text)
+    except ValueError:
+        return False, text
+
+
+def _identity(record: object) -> str | None:
+    """``doc_id=... seed=...`` or ``task_id=...`` (:data:`JSONL_IDENTITY`), else None."""
+    if isinstance(record, dict):
+        for fields in JSONL_IDENTITY:
+            if all(f in record for f in fields):
+                return " ".join(
+                    f"{f}={v if isinstance(v, str) else json.dumps(v)}"
+                    for f, v in ((f, record[f]) for f in fields)
+                )
+    return None
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _keyed(*texts: str) -> list[list[tuple[str, object]]]:
+    """Each JSONL text's records, keyed by their identity, or all by ``line N`` when the
+    identities do not name every record of every text exactly once."""
+    values = [[_parse(line)[1] for line in _lines(text)] for text in texts]
+    keys = [[_identity(v) for v in vs] for vs in values]
+    if all(None not in ks and len(set(ks)) == len(ks) for ks in keys):
+        return [
+            [(str(k), v) for k, v in zip(ks, vs, strict=True)]
+            for ks, vs in zip(keys, values, strict=True)
+        ]
+    return [[(f"line {n}", v) for n, v in enumerate(vs, start=1)] for vs in values]
+
+
+def _jsonl_differences(committed: str, replayed: str) -> list[Placed]:
+    """(record, field, committed, replayed) of every difference of two JSONL texts."""
+    ours, theirs = _keyed(committed, replayed)
+    by_key = dict(theirs)
+    found: list[Placed] = []
+    for key, value in ours:
+        if key not in by_key:
+            found.append((key, "(record)", _compact(value), None))
+            continue
+        fields: list[Found] = []
+        _walk(value, by_key[key], "", fields)
+        found += [(key, *f) for f in fields]
+    known = {key for key, _ in ours}
+    found += [(key, "(record)", None, _compact(v)) for key, v in theirs if key not in known]
+    return found
+
+
+def _json_differences(name: str, committed: str, replayed: str) -> list[Placed] | None:
+    """(record, field, committed, replayed) of every difference of two JSON texts; None when
+    they are equal by the rule for ``name``, an empty list when one is not JSON."""
+    (ok_a, a), (ok_b, b) = _parse(committed), _parse(replayed)
+    if not (ok_a and ok_b):
+        return []
+    if name == "run.json" and isinstance(a, dict) and isinstance(b, dict):
+        a = {k: v for k, v in a.items() if k != "environment"}
+        b = {k: v for k, v in b.items() if k != "environment"}
+        if _same_value(a, b):
+            return None  # a run card is compared by its values, without its environment
+    fields: list[Found] = []
+    _walk(a, b, "", fields)
+    return [(WHOLE_FILE, *f) for f in fields]
+
+
+def _bytes_difference(file: str, committed: str, replayed: str) -> Difference:
+    """The first line where two texts differ, as a ``(bytes)`` difference."""
+    a, b = committed.split("\n"), replayed.split("\n")
+    number = next(i for i in range(max(len(a), len(b))) if a[i : i + 1] != b[i : i + 1])
+    return Difference(
+        file=file,
+        record=f"line {number + 1}",
+        field="(bytes)",
+        committed=_compact(a[number]) if number < len(a) else None,
+        replayed=_compact(b[number]) if number < len(b) else None,
+    )
+
+
+def compare_file(
+    file: str, committed: bytes, replayed: bytes | None, limit: int = MAX_LISTED
+) -> FileDifferences | None:
+    """What differs between a committed result file and its replay (None: nothing).
+
+    ``file`` (``<run>/<name>``) names it: a ``.jsonl`` file is compared record by record, a
+    ``.json`` file field by field, a run card (``run.json``) without its ``environment`` block
+    (the commit, Python and package versions of the machine that ran it, which a replay
+    elsewhere legitimately changes). Bytes that differ where the values do not (formatting,
+    order) are a ``(bytes)`` difference at the first line that differs. The first ``limit``
+    differences are listed, the rest counted."""
+    name = file.rsplit("/", 1)[-1]
+    if replayed is None:
+        missing = Difference(
+            file=file,
+            record=WHOLE_FILE,
+            field=WHOLE_FILE,
+            committed=f"{len(committed)} bytes",
+            replayed=None,
+        )
+        return FileDifferences(file=file, listed=(missing,))
+    if committed == replayed:
+        return None
+    ours = committed.decode("utf-8", errors="replace")
+    theirs = replayed.decode("utf-8", errors="replace")
+    found: list[Placed] = []
+    if name.endswith(".jsonl"):
+        found = _jsonl_differences(ours, theirs)
+    elif name.endswith(".json"):
+        values = _json_differences(name, ours, theirs)
+        if values is None:
+            return None
+        found = values
+    if not found:
+        return FileDifferences(file=file, listed=(_bytes_difference(file, ours, theirs),))
+    listed = tuple(
+        Difference(file=file, record=r, field=f, committed=c, replayed=p)
+        for r, f, c, p in found[:limit]
+    )
+    return FileDifferences(file=file, listed=listed, unlisted=max(len(found) - limit, 0))
+
+
+def _line(d: Difference) -> str:
+    where = d.file if d.record == WHOLE_FILE else f"{d.file} {d.record}"
+    committed = "(absent)" if d.committed is None else d.committed
+    replayed = "(absent)" if d.replayed is None else d.replayed
+    return f"{where}: {d.field}: committed {committed}, replayed {replayed}"
+
+
+def difference_lines(
+    differences: Sequence[Difference],
+    unlisted: dict[str, int] | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    """One readable line per difference (``<run>/<file> <record>: <field>: committed X,
+    replayed Y``), and a line per file for those not listed; with ``limit``, at most that many
+    difference lines, then one line counting the rest."""
+    unlisted = unlisted or {}
+    if limit is not None and len(differences) > limit:
+        rest = len(differences) - limit + sum(unlisted.values())
+        return [*map(_line, differences[:limit]), f"... and {rest} more difference(s)"]
+    lines = []
+    for i, d in enumerate(differences):
+        lines.append(_line(d))
+        last = i + 1 == len(differences) or differences[i + 1].file != d.file
+        if last and unlisted.get(d.file):
+            lines.append(f"{d.file}: {unlisted[d.file]} more difference(s), not listed")
+    return lines
+
+
+def flat(found: Iterable[FileDifferences]) -> tuple[list[Difference], dict[str, int]]:
+    """The listed differences of several files in one list, and the unlisted count per file."""
+    files = list(found)
+    return [d for f in files for d in f.listed], {f.file: f.unlisted for f in files if f.unlisted}
+
+
+def replay_status(folder: Path, replays: Sequence[RunReplay]) -> ReplayStatus:
+    """The outcome of a finished replay of the baseline ``folder``."""
+    differences, unlisted = flat(d for r in replays for d in r.differences)
+    return ReplayStatus(
+        baseline=str(folder),
+        runs=[r.name for r in replays],
+        identical=not any(r.differing for r in replays),
+        differences=differences,
+        unlisted=unlisted,
+    )
+
+
+def read_status(path: Path) -> ReplayStatus:
+    """A recorded replay outcome (``replay.json``); a bad one is an error naming the file."""
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise UserError(
+            f"{path}: cannot read the baseline replay record ({exc.strerror})"
+        ) from None
+    try:
+        return ReplayStatus.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise UserError(f"{path}: field {where}: {first['msg']}") from None
+
+
+def _run_command(name: str, argv: list[str]) -> None:
+    """Run one recorded ``sgrgym`` command; its failure is an error naming the run and why."""
+    from sgrgym.cli import build_parser
+
+    shown = " ".join(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # argparse said what it refused on stderr
+        raise UserError(f"replaying {name}: this sgrgym refuses its arguments: {shown}") from None
+    try:
+        code = args.handler(args)
+    except UserError as exc:
+        raise UserError(f"replaying {name} failed: {exc} (sgrgym {shown})") from None
+    if code != 0:
+        raise UserError(f"replaying {name} failed (exit {code}): sgrgym {shown}")
 
 
 def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
-    """Replay every run of the baseline into ``out/<run>`` and compare its result files."""
-    from sgrgym.cli import main
-
+    """Replay every run of the baseline into ``out/<run>`` and compare its result files
+    (:func:`compare_file`)."""
     manifest = verify(folder)
     taken = [run.name for run in manifest.runs if (out / run.name).exists()]
     if taken:
@@ -220,15 +510,25 @@ def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
         cache = unpack_cache(folder, manifest, Path(scratch))
         for run in manifest.runs:
             say(f"replaying {run.name} ...")
-            argv = command(run, cache, out / run.name, "replay")
-            code = main(argv)
-            if code != 0:
-                raise UserError(f"replaying {run.name} failed (exit {code}): sgrgym {argv}")
-            differing = tuple(
-                name
+            _run_command(run.name, command(run, cache, out / run.name, "replay"))
+            compared = [
+                (
+                    name,
+                    compare_file(
+                        f"{run.name}/{name}",
+                        (folder / run.name / name).read_bytes(),
+                        _bytes(out / run.name / name),
+                    ),
+                )
                 for name in run.results
-                if _comparable(name, _bytes(out / run.name / name))
-                != _comparable(name, (folder / run.name / name).read_bytes())
+            ]
+            found = [(name, c) for name, c in compared if c is not None]
+            replays.append(
+                RunReplay(
+                    name=run.name,
+                    out=out / run.name,
+                    differing=tuple(name for name, _ in found),
+                    differences=tuple(c for _, c in found),
+                )
             )
-            replays.append(RunReplay(run.name, out / run.name, differing))
     return replays

@@ -96,12 +96,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_replay_baseline(args: argparse.Namespace) -> int:
-    from sgrgym.llm.baseline import replay
+    from sgrgym.llm.baseline import difference_lines, flat, replay
 
     replays = replay(args.folder, args.out, say=_say)
     for run in replays:
         state = "identical" if not run.differing else "DIFFERENT: " + ", ".join(run.differing)
         print(f"{run.name}\t{state}\t{run.out}")
+    for line in difference_lines(*flat(d for run in replays for d in run.differences)):
+        print(f"  {line}")
     return 1 if any(run.differing for run in replays) else 0
 
 

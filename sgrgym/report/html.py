@@ -9,6 +9,9 @@ tables get one row per run and agent, figures one per run. Sections and the pape
   belief), figure 4b (cost–completeness frontier, when the episodes carry token counts),
   appendix C.4 (query diversity and context length per step), table 4 with the c vs ĉ scatter
   and nonconformity histogram (figures 16-19), and table 9 (variance decomposition);
+- Baseline replay: whether the committed real-model baseline replayed to its committed
+  results, else a table of what differs (file, record, field, committed, replayed) or why the
+  replay failed;
 - SGR-Bench (paper 003): table 2 (Row-F1 / Item-F1 / P.O.A. per variant, overall Item-F1),
   table 3 (overall means), figure 3 (Item-F1 per source family), appendix K (per
   cardinality bin), an Item-F1 vs Row-F1 scatter, appendix G category shares, and one page per
@@ -29,9 +32,13 @@ from typing import Any
 from sgrgym.errors import UserError
 from sgrgym.runs.config import RunConfig
 from sgrgym.runs.results import (
+    BASELINE_HEADER,
+    BASELINE_JSON,
     CALIBRATION_JSON,
     SEEKER_JSON,
     SGR_JSON,
+    baseline_label,
+    baseline_rows,
     card_config,
     read_json_file,
     records,
@@ -66,6 +73,7 @@ class Run:
     seeker: list[dict[str, Any]] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
     sgr: list[dict[str, Any]] = field(default_factory=list)
+    baseline: dict[str, Any] | None = None  # results/baseline.json
 
 
 def load_run(path: Path, label: str) -> Run:
@@ -80,6 +88,9 @@ def load_run(path: Path, label: str) -> Run:
                 raise UserError(f"{file}: missing; finish the run first (rerun sgrgym run "
                                 "with the same --out)")  # fmt: skip
             setattr(run, attr, read_json_file(file, "results file")["rows"])
+    baseline = path / "results" / BASELINE_JSON
+    if config.baseline.enabled and baseline.is_file():  # not in runs made before it was added
+        run.baseline = read_json_file(baseline, "results file")
     return run
 
 
@@ -310,6 +321,33 @@ def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
         page.figures(items)
 
 
+# ------------------------------------------------------------------------------ baseline
+
+
+def _baseline(page: Page, runs: Sequence[Run]) -> None:
+    """Whether each run's baseline replay matched its committed results, else what differs."""
+    entries = [(run.label, run.baseline) for run in runs if run.baseline is not None]
+    if not entries:
+        return
+    page.heading("Baseline replay")
+    for label, entry in entries:
+        where = baseline_label(entry)
+        if entry["error"] is not None:
+            page.text(f"{label}: the replay of {where} failed: {entry['error']}", note=True)
+        elif entry["identical"]:
+            page.text(f"{label}: identical: {where} replays to its committed results.")
+        else:
+            count, files = entry["difference_count"], len(entry["differing_files"])
+            page.text(
+                f"{label}: DIFFERENT: {where} does not replay to its committed results: "
+                f"{count} difference(s) in {files} file(s), all in baseline/replay.json.",
+                note=True,
+            )
+            page.table(["Run", *BASELINE_HEADER], [[label, *r] for r in baseline_rows(entry)])
+            for file, more in entry["unlisted"].items():
+                page.text(f"{label}: {more} more difference(s) in {file}, not listed")
+
+
 # ------------------------------------------------------------------------------ SGR-Bench
 
 
@@ -454,6 +492,7 @@ def write_report(dirs: Sequence[Path], out: Path) -> Path:
         (out / sub).mkdir(parents=True)
     page = Page("sgrgym report")
     page.table(["Run", "Config sha256"], [[r.label, r.config.sha256()[:16]] for r in runs])
+    _baseline(page, runs)
     _seeker(page, runs, out)
     _calibration(page, runs, out)
     _sgr(page, runs, out)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
+
+SHOWN_DIFFERENCES = 8  # baseline differences printed by `sgrgym run`; replay.json has them all
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from sgrgym.errors import UserError
     from sgrgym.runs.config import load_config
-    from sgrgym.runs.main import run_all
+    from sgrgym.runs.main import BASELINE, REPLAY_JSON, baseline_status, run_all
 
     config = load_config(args.config)
     special = [a for a in args.agent or [] if a == "llm" or a.startswith("cli:")]
@@ -29,9 +32,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = config.model_copy(
             update={"seeker": config.seeker.model_copy(update={"seeds": args.seeds})}
         )
+    if args.no_baseline:
+        config = config.model_copy(
+            update={"baseline": config.baseline.model_copy(update={"enabled": False})}
+        )
     places = run_all(args.out, config, show_progress=not args.quiet, report=not args.no_report)
     _print_places(places)
-    return 0
+    status = baseline_status(args.out, config)
+    if status is None or status.identical:
+        return 0
+    where = args.out / BASELINE / REPLAY_JSON
+    what = "could not be replayed" if status.error else "does not replay to its committed results"
+    print(
+        f"sgrgym run: the baseline {status.baseline} {what} (recorded in {where}; the results "
+        "and the report are written):",
+        file=sys.stderr,
+    )
+    for line in status.lines(limit=SHOWN_DIFFERENCES):
+        print(f"  {line}", file=sys.stderr)
+    return 1
 
 
 def _print_places(places: dict[str, Path]) -> None:
@@ -47,6 +66,8 @@ def _print_places(places: dict[str, Path]) -> None:
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
+    from sgrgym.runs.main import BASELINE, REPLAY_JSON, baseline_status
+    from sgrgym.runs.results import card_config
     from sgrgym.runs.verify import verify_run
 
     problems = verify_run(args.dir)
@@ -56,6 +77,12 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
         print(f"\n{args.dir}: {len(problems)} problem(s)")
         return 1
     print(f"{args.dir}: every hash matches and every metric recomputes from the records")
+    status = baseline_status(args.dir, card_config(args.dir))
+    if status is not None and not status.identical:
+        print(
+            "note: the run recorded that its baseline replay did not match the committed "
+            f"results ({args.dir / BASELINE / REPLAY_JSON})"
+        )
     return 0
 
 
@@ -81,8 +108,12 @@ def add_commands(areas: Any) -> None:
         description="Run SeekerGym (the built-in agents x the three belief representations x "
         "seeds), the calibration protocol (table 4) and SGR-Bench (oracle, default, "
         "search-only, random and any --agent), offline, into one resumable run folder with "
-        "every record, the summary tables and the HTML report. Without --config the "
-        "embedded default runs.",
+        "every record, the summary tables and the HTML report, then replay the committed "
+        "real-model baseline ([baseline] in the config) and compare it with its committed "
+        "results. Without --config the embedded default runs. The results and the report "
+        "are always written; exit 1 when the baseline replay differs from its committed "
+        "results or fails (each difference is in DIR/baseline/replay.json and the report), "
+        "2 on bad input.",
     )  # fmt: skip
     run.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run folder")
     run.add_argument("--config", type=Path, metavar="FILE.toml",
@@ -92,6 +123,11 @@ def add_commands(areas: Any) -> None:
                      help="further SGR agents by name (see sgrgym sgr run --help)")  # fmt: skip
     run.add_argument("--seeds", type=int, metavar="N", help="SeekerGym seeds (overrides config)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
+    run.add_argument(
+        "--no-baseline",
+        action="store_true",
+        help="skip the baseline replay (sets [baseline] enabled = false)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     run.set_defaults(handler=cmd_run)
 

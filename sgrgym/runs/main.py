@@ -10,7 +10,9 @@ Layout of ``OUT``:
 - ``calibration/``: the calibration protocol (:mod:`sgrgym.seeker.calibrate`);
 - ``sgr/<agent>/``: one SGR run folder per agent (:func:`sgrgym.sgr.run.run_tasks`);
 - ``baseline/``: the committed real-model baseline (``baselines/``) replayed from its recorded
-  model calls and checked byte for byte against its committed results;
+  model calls and compared byte for byte with its committed results; ``baseline/replay.json``
+  records the outcome (identical, or each difference, or why the replay failed): a mismatch
+  never stops the run, ``sgrgym run`` reports it (exit 1) once everything else is written;
 - ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.runs.results`);
 - ``report/``: the HTML and Markdown report (:mod:`sgrgym.report.html`);
 - ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings and the
@@ -22,12 +24,13 @@ stopped, and a finished part is only re-summarized. The whole folder is locked w
 
 from __future__ import annotations
 
+import copy
 import tempfile
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -38,6 +41,9 @@ from sgrgym.runs.config import LLMConfig, RunConfig
 from sgrgym.runs.environment import file_hashes
 from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
 
+if TYPE_CHECKING:
+    from sgrgym.llm.baseline import ReplayStatus
+
 Progress = Callable[[int, int, str], None]
 
 SEEKER = "seeker"
@@ -46,6 +52,7 @@ SGR = "sgr"
 RESULTS = "results"
 REPORT = "report"
 BASELINE = "baseline"
+REPLAY_JSON = "replay.json"  # in BASELINE: the outcome of the replay
 # What differs between two runs of one config: wall-clock seconds, and the LLM call log (cache
 # hits and network attempts: a record and its replay differ there, and only there).
 VOLATILE = ("timings.jsonl", "llm_run.json")
@@ -75,6 +82,7 @@ def sgr_part(agent: str) -> str:
 @dataclass
 class _Seeker:
     env: Any
+    embedder: Any  # the live embedder behind the query cache
     corpus_file: Path
     store_dir: Path
     docs: list[str]
@@ -100,7 +108,7 @@ def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
     unknown = sorted(set(docs) - set(store.documents()))
     if unknown:
         raise UserError(f"seeker.docs: no such documents in {store_dir}: {unknown[:5]}")
-    return _Seeker(env, corpus_file, store_dir, list(docs), query_cache)
+    return _Seeker(env, embedder, corpus_file, store_dir, list(docs), query_cache)
 
 
 @dataclass
@@ -242,6 +250,7 @@ def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress
     """The SeekerGym LLM agent over every belief of ``[seeker]`` (``seeker/llm__<belief>``)."""
     from sgrgym.llm.options import open_meter
     from sgrgym.seeker.belief import belief_renderer
+    from sgrgym.seeker.embed import recorded_embedder
     from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
     from sgrgym.seeker.run import run_seeker
 
@@ -251,18 +260,26 @@ def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress
         queries_per_step=config.llm.queries_per_step or DEFAULT_QUERIES, seed=options.seed,
         sampling=options.sampling(),
     )  # fmt: skip
-    for belief in config.seeker.beliefs:
-        progress(f"SeekerGym: agent llm ({options.model}), belief {belief}")
-        render = belief_renderer(belief)
-        agent = LLMSeekerAgent(open_meter(options), render, settings)
-        part = out / seeker_part("llm", belief)
-        try:
-            run_seeker(seeker.env, agent, render, belief, seeker.docs, config.seeker.seeds,
-                       part, bar)  # fmt: skip
-        finally:
-            if part.is_dir():
-                agent.meter.write_log(part)  # the mode and cache hits: a log, not a result
-            agent.meter.client.close()
+    # The model's query vectors are recorded beside its calls: a replay embeds nothing.
+    recorded = recorded_embedder(
+        config.seeker.model, options.cache, options.mode, lambda: seeker.embedder
+    )
+    env = copy.copy(seeker.env)
+    env.embed = recorded.embed
+    try:
+        for belief in config.seeker.beliefs:
+            progress(f"SeekerGym: agent llm ({options.model}), belief {belief}")
+            render = belief_renderer(belief)
+            agent = LLMSeekerAgent(open_meter(options), render, settings)
+            part = out / seeker_part("llm", belief)
+            try:
+                run_seeker(env, agent, render, belief, seeker.docs, config.seeker.seeds, part, bar)
+            finally:
+                if part.is_dir():
+                    agent.meter.write_log(part)  # the mode and cache hits: a log, not a result
+                agent.meter.client.close()
+    finally:
+        recorded.close()
 
 
 def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
@@ -313,27 +330,50 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
 
 
 def _run_baseline(out: Path, config: RunConfig) -> None:
-    """Replay the committed real-model baseline into ``OUT/baseline`` (seconds, no server) and
-    check its results byte for byte; a difference stops the run."""
+    """Replay the committed real-model baseline into ``OUT/baseline`` (seconds, no server),
+    compare its results with the committed ones and record the outcome in
+    ``OUT/baseline/replay.json``. A difference, or a replay that fails outright (a request
+    missing from the recorded cache, a changed pin), is recorded, not raised: the results and
+    the report are written all the same, and ``sgrgym run`` reports it at the end."""
     import shutil
 
-    from sgrgym.hashing import canonical_json as dump
-    from sgrgym.llm.baseline import replay
+    from sgrgym.llm.baseline import ReplayStatus, load, replay, replay_status
 
-    target, marker = out / BASELINE, out / BASELINE / "replay.json"
+    folder = config.baseline.folder
+    target, marker = out / BASELINE, out / BASELINE / REPLAY_JSON
     if marker.is_file():
-        return  # replayed and checked before this run was resumed
+        return  # replayed and compared before this run was resumed
     if target.exists():
         shutil.rmtree(target)  # a replay cut short: start it again
-    progress(f"Baseline: replaying {config.baseline.folder} (recorded model calls, offline)")
-    replays = replay(config.baseline.folder, target)
-    differing = {r.name: list(r.differing) for r in replays if r.differing}
-    if differing:
-        raise UserError(f"{config.baseline.folder}: the replay differs from the committed "
-                        f"results: {differing}")  # fmt: skip
-    marker.write_text(dump({"baseline": str(config.baseline.folder),
-                            "runs": [r.name for r in replays], "identical": True}) + "\n",
-                      encoding="utf-8")  # fmt: skip
+    progress(f"Baseline: replaying {folder} (recorded model calls, offline)")
+    try:
+        status = replay_status(folder, replay(folder, target))
+    except UserError as exc:
+        try:
+            runs = [run.name for run in load(folder).runs]
+        except UserError:
+            runs = []
+        status = ReplayStatus(baseline=str(folder), runs=runs, identical=False, error=str(exc))
+    if not status.identical:
+        what = "failed" if status.error is not None else "differs from the committed results"
+        progress(
+            f"Baseline: the replay {what}, recorded in {marker}; the results and the report "
+            "are written first"
+        )
+    target.mkdir(parents=True, exist_ok=True)
+    tmp = marker.with_name(REPLAY_JSON + ".tmp")
+    tmp.write_text(canonical_json(status.model_dump(mode="json")), encoding="utf-8")
+    tmp.replace(marker)
+
+
+def baseline_status(out: Path, config: RunConfig) -> ReplayStatus | None:
+    """The recorded outcome of the run's baseline replay; None when the run has none."""
+    from sgrgym.llm.baseline import read_status
+
+    marker = out / BASELINE / REPLAY_JSON
+    if not config.baseline.enabled or not marker.is_file():
+        return None
+    return read_status(marker)
 
 
 def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:

@@ -2,7 +2,9 @@
 
 ``results/seeker.json`` (SeekerGym table 3 and the data of figures 3, 4 and C.4),
 ``results/calibration.json`` (table 4), ``results/sgr.json`` (SGR-Bench tables 2 and 3, figure
-3, appendix K and appendix G) and ``results/tables.md`` (the same as text). :func:`compute` is
+3, appendix K and appendix G), ``results/baseline.json`` (whether the committed real-model
+baseline replayed to its committed results, and what differed; from
+``baseline/replay.json``) and ``results/tables.md`` (the same as text). :func:`compute` is
 what ``sgrgym verify-run`` runs again: the files must come out byte for byte.
 """
 
@@ -25,6 +27,8 @@ ROUND = 6
 SEEKER_JSON = "seeker.json"
 CALIBRATION_JSON = "calibration.json"
 SGR_JSON = "sgr.json"
+BASELINE_JSON = "baseline.json"
+BASELINE_HEADER = ("File", "Record", "Field", "Committed", "Replayed")
 TABLES_MD = "tables.md"
 
 
@@ -218,6 +222,11 @@ def compute(out: Path, config: RunConfig) -> dict[str, str]:
         rows = [sgr_row(out / sgr_part(a), a) for a in config.sgr_agents()]
         texts[SGR_JSON] = canonical_json({"rows": rows})
         tables.append("## SGR-Bench (table 2)\n\n" + sgr_table(rows))
+    if config.baseline.enabled:
+        entry = baseline_entry(out)
+        texts[BASELINE_JSON] = canonical_json(entry)
+        heading = "## Baseline replay (committed real-model recording)\n\n"
+        tables.append(heading + baseline_text(entry))
     texts[TABLES_MD] = "\n\n".join(f"{t}\n" if not t.endswith("\n") else t for t in tables)
     return texts
 
@@ -229,6 +238,70 @@ def write_results(out: Path, config: RunConfig) -> None:
         tmp = folder / (name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(folder / name)
+
+
+def baseline_entry(out: Path) -> dict[str, Any]:
+    """The baseline replay's outcome as ``baseline/replay.json`` records it: identical or
+    not, why a replay failed, the files that differ, how many differences, the listed ones."""
+    from sgrgym.llm.baseline import read_status
+    from sgrgym.runs.main import BASELINE, REPLAY_JSON
+
+    marker = out / BASELINE / REPLAY_JSON
+    if not marker.is_file():
+        raise UserError(
+            f"{marker}: missing; finish the run first (rerun sgrgym run with the same --out)"
+        )
+    status = read_status(marker)
+    return {
+        "baseline": status.baseline,
+        "runs": status.runs,
+        "identical": status.identical,
+        "error": status.error,
+        "differing_files": list(dict.fromkeys(d.file for d in status.differences)),
+        "difference_count": len(status.differences) + sum(status.unlisted.values()),
+        "differences": [d.model_dump(mode="json") for d in status.differences],
+        "unlisted": status.unlisted,
+    }
+
+
+def baseline_text(entry: dict[str, Any]) -> str:
+    """The baseline replay's outcome as text: identical, the error, or a table of what
+    differs (file, record, field, committed, replayed)."""
+    where = baseline_label(entry)
+    if entry["error"] is not None:
+        return f"The replay of {where} failed: {entry['error']}\n"
+    if entry["identical"]:
+        return f"Identical: {where} replays to its committed results byte for byte.\n"
+    files = entry["differing_files"]
+    table = format_table(BASELINE_HEADER, baseline_rows(entry), align="lllll")
+    more = "".join(
+        f"\n{count} more difference(s) in {file}, not listed"
+        for file, count in entry["unlisted"].items()
+    )
+    summary = f"{entry['difference_count']} difference(s) in {len(files)} file(s)"
+    return (
+        f"DIFFERENT: {where} does not replay to its committed results: {summary}.\n\n"
+        f"```\n{table}\n```{more}\n"
+    )
+
+
+def baseline_label(entry: dict[str, Any]) -> str:
+    """The baseline folder and its runs: ``baselines/x (sgr, seeker-dedup)``."""
+    runs = entry["runs"]
+    return f"{entry['baseline']} ({', '.join(runs)})" if runs else str(entry["baseline"])
+
+
+def baseline_rows(entry: dict[str, Any]) -> list[list[str]]:
+    """The listed differences as table rows (:data:`BASELINE_HEADER`)."""
+    return [
+        [d["file"], d["record"], d["field"], _value(d["committed"]), _value(d["replayed"])]
+        for d in entry["differences"]
+    ]
+
+
+def _value(value: str | None) -> str:
+    """A difference's value as shown: compact JSON, or (absent)."""
+    return "(absent)" if value is None else value
 
 
 def _pm(mean: object, std: object, scale: float = 100.0, digits: int = 1) -> str:

@@ -88,7 +88,13 @@ from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
 from sgrgym.seeker.belief import Renderer, belief_renderer, dedup_belief
 from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256
-from sgrgym.seeker.embed import CachedEmbedder, Embedder, QueryCache, load_embedder
+from sgrgym.seeker.embed import (
+    CachedEmbedder,
+    Embedder,
+    QueryCache,
+    load_embedder,
+    recorded_embedder,
+)
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import (
     COMPLETENESS_PROMPT,
@@ -102,6 +108,7 @@ from sgrgym.seeker.estimators import (
     visible_belief,
 )
 from sgrgym.seeker.pinned import load_pinned_corpus
+from sgrgym.seeker.retrieval import exact_mean, fixed
 from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.store import PassageStore, theta_note
 
@@ -286,10 +293,11 @@ def coverage(c: FloatArray, c_hat: FloatArray, q_hat: float) -> float:
 
 def r_squared(c: FloatArray, c_hat: FloatArray) -> float:
     """Raw R² = 1 - SS_res / SS_tot about the mean of ``c`` (NaN when c is constant)."""
-    total = float(np.sum((c - np.mean(c)) ** 2)) if len(c) else 0.0
+    center = exact_mean(c.tolist()) if len(c) else 0.0
+    total = math.fsum(((c - center) ** 2).tolist())
     if total == 0.0:
         return math.nan
-    return 1.0 - float(np.sum((c - c_hat) ** 2)) / total
+    return 1.0 - math.fsum(((c - c_hat) ** 2).tolist()) / total
 
 
 def split_indices(n: int, split: int, seed: int, base_seed: int = 0) -> tuple[list[int], list[int]]:
@@ -350,7 +358,7 @@ class ProtocolResult(ProtocolSummary):
 
 def _rounded(value: float) -> float:
     """``value`` rounded to :data:`ROUND` decimals (+∞ and NaN unchanged)."""
-    return value if not math.isfinite(value) else round(value, ROUND)
+    return value if not math.isfinite(value) else fixed(value, ROUND)
 
 
 def _mean_std(values: Sequence[float]) -> tuple[float, float]:
@@ -362,7 +370,7 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
         return math.inf, math.nan
     mean = fmean(values)
     spread = stdev(values) if len(values) > 1 else 0.0
-    return round(mean, ROUND), round(spread, ROUND)
+    return fixed(mean, ROUND), fixed(spread, ROUND)
 
 
 def calibrate_partition(
@@ -374,7 +382,7 @@ def calibrate_partition(
     tst = np.asarray(test, dtype=np.intp)
     constant = None
     if fit_mean:
-        constant = clamp_ratio(float(np.mean(c[cal]))) if len(cal) else 0.5
+        constant = clamp_ratio(exact_mean(c[cal].tolist())) if len(cal) else 0.5
         c_hat = np.full_like(c, constant)
     scores = np.abs(c[cal] - c_hat[cal])
     q_hat = conformal_q_hat(scores, alpha)
@@ -525,7 +533,7 @@ def trace_episode(
         belief = render(state)
         tokens.append(len(belief) // 4)
         env.step(agent.queries(state, belief, rng))
-        c.append(round(state.completeness, ROUND))
+        c.append(fixed(state.completeness, ROUND))
         c_hat.append(rule.estimates[-1] if rule is not None else estimate(state))
     return EpisodeTrace(doc_id=doc_id, seed=seed, completeness=tuple(c), c_hat=tuple(c_hat),
                         belief_tokens=tuple(tokens), stopped=state.stopped)  # fmt: skip
@@ -570,7 +578,7 @@ class StoppingResult(BaseModel):
 
 
 def _share(part: float, whole: float) -> float:
-    return round(part / whole, ROUND) if whole else math.nan
+    return fixed(part / whole, ROUND) if whole else math.nan
 
 
 def evaluate_stopping(
@@ -606,16 +614,16 @@ def evaluate_stopping(
         stops_with_c_at_least_delta=_share(
             sum(1 for c in stop_c if c >= delta - STOP_TOLERANCE), len(stop_c)
         ),
-        mean_stop_step=round(fmean(steps), ROUND),
-        steps_saved=round(fmean([horizon - s for s in steps]), ROUND),
-        steps_saved_share=round(fmean([(horizon - s) / horizon for s in steps]), ROUND),
-        tokens_saved=round(fmean(saved_tokens), ROUND),
+        mean_stop_step=fixed(fmean(steps), ROUND),
+        steps_saved=fixed(fmean([horizon - s for s in steps]), ROUND),
+        steps_saved_share=fixed(fmean([(horizon - s) / horizon for s in steps]), ROUND),
+        tokens_saved=fixed(fmean(saved_tokens), ROUND),
         tokens_saved_share=_share(sum(saved_tokens), sum(full_tokens)),
-        completeness_at_horizon=round(fmean(at_end), ROUND),
-        completeness_at_stop=round(fmean(at_stop), ROUND),
-        completeness_lost=round(fmean([e - s for e, s in zip(at_end, at_stop, strict=True)]),
+        completeness_at_horizon=fixed(fmean(at_end), ROUND),
+        completeness_at_stop=fixed(fmean(at_stop), ROUND),
+        completeness_lost=fixed(fmean([e - s for e, s in zip(at_end, at_stop, strict=True)]),
                                 ROUND),
-        interval_coverage=round(covered / len(pairs), ROUND),
+        interval_coverage=fixed(covered / len(pairs), ROUND),
     )  # fmt: skip
 
 
@@ -704,7 +712,7 @@ def calibrate_estimator(
     c = pool.completeness()
     fit = estimator.fits_calibration_mean
     if fit:
-        rows = [[clamp_ratio(float(np.mean(c)))] * len(c) if len(c) else []]
+        rows = [[clamp_ratio(exact_mean(c.tolist()))] * len(c) if len(c) else []]
     matrix = np.array([_nan(r) for r in rows], dtype=np.float64).reshape(len(rows), len(c))
     if len(rows) == 1:
         matrix = np.tile(matrix, (seeds, 1))
@@ -843,11 +851,11 @@ def _number(value: float) -> float | str:
         return "Infinity"
     if math.isnan(value):
         return "NaN"
-    return round(value, ROUND)
+    return fixed(value, ROUND)
 
 
 def _maybe(value: float | None) -> float | None:
-    return None if value is None else round(value, ROUND)
+    return None if value is None else fixed(value, ROUND)
 
 
 def write_outputs(
@@ -875,7 +883,7 @@ def write_outputs(
         folder / "pairs.jsonl",
         [
             {"doc_id": s.doc_id, "interval": s.interval, "n_passages": s.n_passages,
-             "retrieved": len(s.retrieved), "c": round(c, ROUND), "c_hat": _maybe(h),
+             "retrieved": len(s.retrieved), "c": fixed(c, ROUND), "c_hat": _maybe(h),
              "score": _maybe(e),
              **({"c_hat_by_seed": [_maybe(r[i]) for r in by_seed]} if by_seed else {})}
             for i, (s, c, h, e) in enumerate(zip(pool.states, calibration.c, calibration.c_hat,
@@ -885,7 +893,7 @@ def write_outputs(
     summary = {
         "estimator": report.estimator_id,
         "alpha": report.alpha,
-        "scores": sorted(round(e, ROUND) for e in scores if e is not None),
+        "scores": sorted(fixed(e, ROUND) for e in scores if e is not None),
         "q_hat_full_pool": _number(report.q_hat_full_pool),
         "q_hat_by_partition": [_number(p.q_hat) for p in calibration.protocol.partitions],
     }
@@ -1041,10 +1049,33 @@ def run_calibration(
         width = interval_width_for(corpus.name)
     alpha_fraction(options.alpha)
     needs_vectors = options.stopping or "abstract-coverage" in options.estimators
-    embedder = open_embedder(options.model, options.query_cache) if needs_vectors else None
-    store = open_store(corpus, options.store_dir, embedder) if embedder else None
-    if embedder is not None and store is not None:
-        prime_passage_vectors(embedder, corpus, store)
+    embedder: Embedder | None = None
+    store = None
+    recorded = None
+    if needs_vectors:
+        live = open_embedder(options.model, options.query_cache)
+        store = open_store(corpus, options.store_dir, live)
+        prime_passage_vectors(live, corpus, store)
+        embedder = live
+        if options.llm is not None:  # a model's run: its vectors are recorded beside its calls
+            embedder = recorded = recorded_embedder(
+                options.model, options.llm.cache, options.llm.mode, lambda: live
+            )
+    try:
+        return _calibrate_all(options, corpus, width, embedder, store, progress)
+    finally:
+        if recorded is not None:
+            recorded.close()
+
+
+def _calibrate_all(
+    options: CalibrateOptions,
+    corpus: Corpus,
+    width: int,
+    embedder: Embedder | None,
+    store: PassageStore | None,
+    progress: Progress | None,
+) -> list[CalibrationReport]:
     belief_renderer(options.estimate_belief)
     estimators: list[CompletenessEstimator] = []
     for name in options.estimators:

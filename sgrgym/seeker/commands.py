@@ -209,7 +209,9 @@ def cmd_check_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
+def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = None) -> Any:
+    """The SeekerGym env of the command's corpus, store and embedder (``embedder``: another
+    one, such as the recorded query vectors of a model agent)."""
     from sgrgym.errors import UserError
     from sgrgym.seeker.env import SeekerEnv
     from sgrgym.seeker.pinned import load_pinned_corpus
@@ -218,7 +220,8 @@ def _env(args: argparse.Namespace, theta: float | None = None) -> Any:
     store_dir = args.store or store_path(args.corpus, args.model)
     corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), store_dir, True)
     store = PassageStore.open(store_dir)
-    embedder = _embedder(args.model, args.query_cache)
+    if embedder is None:
+        embedder = _embedder(args.model, args.query_cache)
     if embedder.model_id != store.manifest.model_id:
         raise UserError(
             f"the store holds {store.manifest.model_id} vectors, the embedder is "
@@ -261,7 +264,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     given = [flag for flag, value in llm_only.items() if value not in (None, False)]
     if args.agent != "llm" and given:
         raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
-    env = _env(args, args.theta)
+    recorded = None
+    if args.agent == "llm":  # its query vectors are recorded beside its model calls
+        from sgrgym.llm.options import llm_options
+        from sgrgym.seeker.embed import recorded_embedder
+
+        options = llm_options(args)
+        recorded = recorded_embedder(
+            args.model, options.cache, options.mode,
+            lambda: _embedder(args.model, args.query_cache),
+        )  # fmt: skip
+    env = _env(args, args.theta, recorded)
     docs = args.docs or env.store.documents()
     render = belief_renderer(args.belief)
     llm = _llm_agent(args, render) if args.agent == "llm" else None
@@ -278,6 +291,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             if args.out.is_dir():
                 llm.meter.write_log(args.out)  # the mode and cache hits: the log, not a result
             llm.meter.client.close()
+        if recorded is not None:
+            recorded.close()
     if args.json:
         write_json(summary.model_dump_json())
     else:
@@ -348,9 +363,14 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
         if pinned is None or pinned.sha256 != digest or env.store.manifest.theta != evidence.chosen:
             raise UserError(
                 f"{store_dir}: the recomputed θ evidence (sha256 {digest}, θ = "
-                f"{evidence.chosen}) differs from the pinned one; rerun with --pin on purpose"
+                f"{evidence.chosen}) differs from the pinned one ({evidence.near_theta} decisions "
+                "lie within 1e-5 of a grid θ: live query vectors from another processor's kernels "
+                "can flip those); rerun with --pin on purpose"
             )
-        print(f"{store_dir}: θ = {evidence.chosen} and its evidence reproduce (sha256 {digest})")
+        print(
+            f"{store_dir}: θ = {evidence.chosen} and its evidence reproduce (sha256 {digest}; "
+            f"{evidence.near_theta} decisions within 1e-5 of a grid θ)"
+        )
         return 0
     if args.pin:
         selection = pin_theta(store_dir, evidence)

@@ -15,7 +15,9 @@ row per text. Two backends:
   :class:`UserError`; ``refresh`` sends again and overwrites.
 
 :class:`QueryCache` + :class:`CachedEmbedder` keep query vectors by (model id, text) in SQLite so
-that a replayed run uses the very same vectors. Heavy imports happen inside the backends.
+that a resumed run uses the very same vectors. :class:`RecordedEmbedder` records them beside a
+model agent's chat calls (the same SQLite file), so that a replay embeds nothing and gives the
+same bytes on any processor. Heavy imports happen inside the backends.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -401,7 +403,7 @@ class QueryCache(Closing):
     The first vector stored for a key stays: a replay reads back the bytes of the original run.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         what = "query cache (SQLite)"
         if (str(path) != ":memory:" and existing_file(self.path, what)
@@ -410,10 +412,16 @@ class QueryCache(Closing):
                 f"{self.path}: the {what} is an empty file; delete it (a new cache is "
                 "created where no file exists) or name another --query-cache"
             )
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        self.read_only = read_only
         try:
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            if read_only:
+                self._db = sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False
+                )
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(self.path, check_same_thread=False)
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
         except sqlite3.Error as exc:
             raise UserError(
@@ -422,6 +430,8 @@ class QueryCache(Closing):
         if version not in (0, _SCHEMA_VERSION):
             self._db.close()
             raise UserError(f"{self.path}: query cache schema {version} is not supported")
+        if read_only:
+            return
         with self._db:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS query_vectors ("
@@ -430,11 +440,19 @@ class QueryCache(Closing):
             )
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
+    def _has_table(self) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'query_vectors'"
+        ).fetchone()
+        return row is not None
+
     def get_many(self, model_id: str, texts: Iterable[str]) -> dict[str, FloatMatrix]:
         """The cached vectors among ``texts`` (1-D float32 arrays), by text."""
         unique = list(dict.fromkeys(texts))
         found: dict[str, FloatMatrix] = {}
         with self._lock:
+            if self.read_only and not self._has_table():
+                return found
             for start in range(0, len(unique), _LOOKUP_CHUNK):
                 chunk = unique[start : start + _LOOKUP_CHUNK]
                 marks = ",".join("?" * len(chunk))
@@ -451,8 +469,13 @@ class QueryCache(Closing):
         """The cached vector of ``text`` under ``model_id``, or None."""
         return self.get_many(model_id, [text]).get(text)
 
-    def put_many(self, model_id: str, texts: Sequence[str], vectors: FloatMatrix) -> None:
-        """Store one vector per text; keys already present keep their first vector."""
+    def put_many(
+        self, model_id: str, texts: Sequence[str], vectors: FloatMatrix, *, replace: bool = False
+    ) -> None:
+        """Store one vector per text; keys already present keep their first vector (or, with
+        ``replace``, get the new one)."""
+        if self.read_only:
+            raise ValueError(f"{self.path}: opened read-only")
         if len(texts) != len(vectors):
             raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
         rows = [
@@ -461,12 +484,15 @@ class QueryCache(Closing):
         ]
         with self._lock, self._db:
             self._db.executemany(
-                "INSERT OR IGNORE INTO query_vectors (model_id, text, vector) VALUES (?, ?, ?)",
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO query_vectors"
+                " (model_id, text, vector) VALUES (?, ?, ?)",
                 rows,
             )
 
     def __len__(self) -> int:
         with self._lock:
+            if self.read_only and not self._has_table():
+                return 0
             count: int = self._db.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]
         return count
 
@@ -513,6 +539,85 @@ class CachedEmbedder:
         return np.stack([found[text] for text in items]).astype(np.float32, copy=False)
 
 
+class RecordedEmbedder(Closing):
+    """The vectors of every text a recorded run embeds, kept beside its model calls.
+
+    A run of a model agent records what the model computed: its chat calls (requests-cache)
+    and, in the same SQLite file, the vector of every text the run embeds (table
+    ``query_vectors``, keyed by the embedder's pinned id and the exact text). ``mode`` is the
+    chat calls' mode:
+
+    - ``replay``: every vector comes from the recording, read-only; nothing is embedded (the
+      embedding model is not even loaded), so a replay gives the same bytes on any processor.
+      A text the recording lacks is a :class:`UserError` naming it;
+    - ``record``: recorded vectors are used, missing ones are embedded and recorded;
+    - ``refresh``: every text is embedded again and its recorded vector replaced.
+
+    ``load`` builds the live embedder, on the first text that needs one.
+    """
+
+    def __init__(
+        self, model_id: str, dims: int, recording: Path, mode: str, load: Callable[[], Embedder]
+    ) -> None:
+        from sgrgym.llm.http import check_mode
+
+        self.mode: Mode = check_mode(mode, "embedding")
+        self.model_id = model_id
+        self.dims = dims
+        self.recording = Path(recording)
+        if mode == "replay" and not self.recording.is_file():
+            raise UserError(
+                f"{self.recording}: no recording to replay from: run once with mode record"
+            )
+        self._store = QueryCache(self.recording, read_only=mode == "replay")
+        self._load = load
+        self._live: Embedder | None = None
+        self._lock = threading.Lock()
+
+    def _embed_live(self, texts: list[str]) -> FloatMatrix:
+        with self._lock:
+            if self._live is None:
+                self._live = self._load()
+                if self._live.model_id != self.model_id:
+                    raise UserError(
+                        f"the embedder is {self._live.model_id}, the run records {self.model_id}"
+                    )
+        vectors = np.asarray(self._live.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dims):
+            raise ValueError(f"{self.model_id} returned shape {vectors.shape}")
+        return vectors
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """One row per text: the recorded vector, or (record, refresh) a new recorded one."""
+        items = _check_texts(texts)
+        if not items:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        unique = list(dict.fromkeys(items))
+        found = {} if self.mode == "refresh" else self._store.get_many(self.model_id, unique)
+        missing = [text for text in unique if text not in found]
+        if missing and self.mode == "replay":
+            raise UserError(
+                f"embedding not in the recording {self.recording} ({self.model_id}, "
+                f"{len(missing)} text(s) starting {missing[0][:60]!r}): record it first (mode "
+                "record), or replay with the inputs it was recorded with"
+            )
+        if missing:
+            vectors = self._embed_live(missing)
+            self._store.put_many(self.model_id, missing, vectors, replace=self.mode == "refresh")
+            found.update(zip(missing, vectors, strict=True))
+        for text in unique:
+            if found[text].shape != (self.dims,):
+                raise UserError(
+                    f"{self.recording}: the recorded vector of {text[:60]!r} has "
+                    f"{found[text].size} dims, {self.model_id} gives {self.dims}"
+                )
+        return np.stack([found[text] for text in items]).astype(np.float32, copy=False)
+
+    def close(self) -> None:
+        """Close the recording's database (everything stored is already committed)."""
+        self._store.close()
+
+
 # --------------------------------------------------------------------------- factory
 
 
@@ -556,3 +661,29 @@ def load_embedder(
     if query_cache is not None:
         return CachedEmbedder(embedder, QueryCache(query_cache))
     return embedder
+
+
+def embedder_id(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> tuple[str, int]:
+    """(model id, dims) of the embedder ``name`` from its pins, without loading it."""
+    if name == MINILM_NAME:
+        path = models_dir / MODELS_MANIFEST
+        entry = load_models_manifest(path).entry(MINILM_NAME, path)
+        if "model.onnx" not in entry.files:
+            raise UserError(f"{path}: {MINILM_NAME} does not pin model.onnx")
+        return f"{MINILM_NAME}@{entry.files['model.onnx'].sha256[:16]}", entry.dims
+    if name.startswith(OPENAI_PREFIX) and name[len(OPENAI_PREFIX) :] in _OPENAI_DIMS:
+        return name, _OPENAI_DIMS[name[len(OPENAI_PREFIX) :]]
+    raise UserError(
+        f"embedder {name!r}: a recorded run embeds with {MINILM_NAME} or a known openai:<model>"
+    )
+
+
+def recorded_embedder(
+    name: str, recording: Path, mode: str, load: Callable[[], Embedder]
+) -> RecordedEmbedder:
+    """The embedder ``name`` recorded in (and, in replay mode, only read from) ``recording``,
+    the SQLite file that holds the run's model calls."""
+    from sgrgym.llm.http import sqlite_path
+
+    model_id, dims = embedder_id(name)
+    return RecordedEmbedder(model_id, dims, sqlite_path(Path(recording)), mode, load)

@@ -18,7 +18,7 @@ import numpy as np
 
 from sgrgym.errors import UserError
 from sgrgym.seeker.corpus import Corpus, Document, Passage
-from sgrgym.seeker.retrieval import Matrix, retrieve
+from sgrgym.seeker.retrieval import Matrix, observe
 from sgrgym.seeker.store import PassageStore
 
 Embed = Callable[[Sequence[str]], Matrix]
@@ -52,6 +52,7 @@ class EpisodeState:
     history: list[StepRecord] = field(default_factory=list)
     query_vectors: list[Matrix] = field(default_factory=list)
     stopped: bool = False  # the stop rule fired (section 2.2: early termination)
+    near_theta: int = 0  # retrieval decisions within NEAR_THETA of θ (processor-sensitive live)
 
     @property
     def completeness(self) -> float:
@@ -121,9 +122,9 @@ class SeekerEnv:
         vectors = (
             self.embed(list(queries)) if queries else np.zeros((0, self._matrix.shape[1]), "f4")
         )
-        per_query = [
-            [self._ids[i] for i in hit] for hit in retrieve(self._matrix, vectors, self.theta)
-        ]
+        observed = observe(self._matrix, vectors, self.theta)
+        per_query = [[self._ids[i] for i in hit] for hit in observed.hits]
+        state.near_theta += observed.near_theta
         seen = set(state.retrieved)
         new = [pid for pid in self._ids if pid not in seen and any(pid in h for h in per_query)]
         state.retrieved.extend(new)

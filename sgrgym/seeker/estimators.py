@@ -52,6 +52,7 @@ from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
 from sgrgym.seeker.env import EpisodeState
+from sgrgym.seeker.retrieval import best_cosines, exact_mean, fixed
 
 if TYPE_CHECKING:
     from sgrgym.llm.chat import ChatReply
@@ -112,7 +113,7 @@ class CompletenessEstimator(Protocol):
 
 def clamp_ratio(value: float) -> float:
     """``value`` clipped to [0, 1] and rounded to :data:`DECIMALS` decimals."""
-    return round(min(1.0, max(0.0, float(value))), DECIMALS)
+    return fixed(min(1.0, max(0.0, float(value))), DECIMALS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -168,12 +169,9 @@ class AbstractCoverageEstimator:
         sentences = abstract_sentences(belief.abstract)
         if not sentences or not belief.passages:
             return 0.0
-        cosines = self._vectors(sentences).astype(np.float64) @ (
-            self._vectors(belief.passages).astype(np.float64).T
-        )
-        best = cosines.max(axis=1)
-        ramp = np.clip((best - self.low) / (self.high - self.low), 0.0, 1.0)
-        return clamp_ratio(float(ramp.mean()))
+        best = best_cosines(self._vectors(belief.passages), self._vectors(sentences))
+        ramp = [min(max((b - self.low) / (self.high - self.low), 0.0), 1.0) for b in best]
+        return clamp_ratio(exact_mean(ramp))
 
 
 class VisibleCountEstimator:

@@ -37,7 +37,7 @@ from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
-from sgrgym.seeker.retrieval import query_diversity
+from sgrgym.seeker.retrieval import fixed, query_diversity
 from sgrgym.seeker.store import theta_note
 
 Progress = Callable[[int, int, str], None]
@@ -56,6 +56,7 @@ class SeekerSummary(BaseModel):
     final_completeness_by_topic: dict[str, float]
     completeness_by_step: list[float]
     query_diversity: float
+    near_theta: int = 0  # retrieval decisions within 1e-5 of θ (may flip on another processor)
     belief_tokens_by_step: list[float]
     llm: LLMTotals | None = None  # an LLM agent's run totals (the sum of its episodes')
 
@@ -98,13 +99,14 @@ def run_episode(
         "topic": state.document.topic,
         "seed": seed,
         "passages": len(state.document.passages),
-        "completeness": [round(r.completeness, 6) for r in state.history],
-        "final_completeness": round(state.completeness, 6),
+        "completeness": [fixed(r.completeness, 6) for r in state.history],
+        "final_completeness": fixed(state.completeness, 6),
         "retrieved": state.retrieved,
         "steps": [
             {"queries": r.queries, "per_query": r.per_query, "new": r.new} for r in state.history
         ],
-        "query_diversity": [round(d, 6) for d in diversity],
+        "query_diversity": [fixed(d, 6) for d in diversity],
+        "near_theta": state.near_theta,
         "belief_tokens": belief_tokens,
     }
     if isinstance(agent, RecordingAgent):
@@ -133,14 +135,15 @@ def summarize(
     return SeekerSummary(
         corpus=corpus, agent=agent, belief=belief, steps=steps, seeds=seeds, theta=theta,
         episodes=len(episodes),
-        final_completeness=round(mean(e["final_completeness"] for e in episodes), 6),
-        final_completeness_by_topic={t: round(mean(v), 6) for t, v in sorted(topics.items())},
+        final_completeness=fixed(mean(e["final_completeness"] for e in episodes), 6),
+        final_completeness_by_topic={t: fixed(mean(v), 6) for t, v in sorted(topics.items())},
         completeness_by_step=[
-            round(mean(_at(e["completeness"], i) for e in episodes), 6) for i in range(steps)
+            fixed(mean(_at(e["completeness"], i) for e in episodes), 6) for i in range(steps)
         ],
-        query_diversity=round(mean(diversity), 6) if diversity else 1.0,
+        query_diversity=fixed(mean(diversity), 6) if diversity else 1.0,
+        near_theta=sum(e.get("near_theta", 0) for e in episodes),
         belief_tokens_by_step=[
-            round(mean(_at(e["belief_tokens"], i) for e in episodes), 3) for i in range(steps)
+            fixed(mean(_at(e["belief_tokens"], i) for e in episodes), 3) for i in range(steps)
         ],
         llm=add_totals([LLMTotals(**e["llm"]["totals"]) for e in episodes])
         if any("llm" in e for e in episodes) else None,

@@ -36,7 +36,7 @@ from pathlib import Path
 from statistics import fmean
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from sgrgym.errors import UserError
 from sgrgym.hashing import canonical_json, sha256_bytes
@@ -46,6 +46,8 @@ from sgrgym.seeker.corpus import Corpus
 from sgrgym.seeker.embed import Embedder
 from sgrgym.seeker.env import SeekerEnv
 from sgrgym.seeker.estimators import abstract_sentences
+from sgrgym.seeker.retrieval import NEAR_THETA, fixed
+from sgrgym.seeker.retrieval import best_cosines as exact_best
 from sgrgym.seeker.run import run_episode
 from sgrgym.seeker.store import MANIFEST, THETA_EVIDENCE, PassageStore, ThetaSelection
 
@@ -112,6 +114,13 @@ class ThetaEvidence(BaseModel):
     crossing: float | None  # where the two rates cross (None: they do not on this grid)
     rule: str
     chosen: float
+    # Decisions within NEAR_THETA of a grid θ (probes' best cosines and episodes' retrievals):
+    # what live embedding on another processor could flip. Measured, not part of the file.
+    _near_theta: int = PrivateAttr(default=0)
+
+    @property
+    def near_theta(self) -> int:
+        return self._near_theta
 
 
 def _draw_others(corpus: Corpus, doc_index: int, k: int) -> list[int]:
@@ -167,17 +176,16 @@ def probes_sha256(probes: Sequence[ProbeQuery]) -> str:
 
 
 def best_cosines(store: PassageStore, embed: Embedder, probes: Sequence[ProbeQuery]) -> list[float]:
-    """Each probe's highest cosine with a passage of its document (float32, as retrieval)."""
+    """Each probe's highest cosine with a passage of its document (exact, as retrieval)."""
     vectors = embed.embed([p.query for p in probes]) if probes else np.zeros((0, 1), "f4")
-    best = []
-    for probe, vector in zip(probes, vectors, strict=True):
-        _, matrix = store.matrix(probe.doc_id)
-        best.append(float(np.max(matrix @ vector)) if len(matrix) else -1.0)
-    return best
+    return [
+        exact_best(store.matrix(probe.doc_id)[1], vector[None, :])[0]
+        for probe, vector in zip(probes, vectors, strict=True)
+    ]
 
 
 def _rate(values: Sequence[bool]) -> float:
-    return round(fmean(values), ROUND) if values else 0.0
+    return fixed(fmean(values), ROUND) if values else 0.0
 
 
 def crossing_point(points: Sequence[ThetaPoint]) -> float | None:
@@ -187,7 +195,7 @@ def crossing_point(points: Sequence[ThetaPoint]) -> float | None:
         if g0 == 0:
             return t0
         if g0 * g1 < 0:
-            return round(t0 + (t1 - t0) * g0 / (g0 - g1), 4)
+            return fixed(t0 + (t1 - t0) * g0 / (g0 - g1), 4)
     return gaps[-1][0] if gaps and gaps[-1][1] == 0 else None
 
 
@@ -204,8 +212,8 @@ def _failure_rates(
     """(off-topic hit rate, targeted miss rate) per θ."""
     off = best_cosines(store, embedder, off_topic_probes(corpus, off_topic_docs))
     target = best_cosines(store, embedder, targeted_probes(corpus, target_phrases))
-    return [(_rate([b > np.float32(t) for b in off]),
-             _rate([not b > np.float32(t) for b in target])) for t in thetas]  # fmt: skip
+    return [(_rate([b > t for b in off]),
+             _rate([not b > t for b in target])) for t in thetas]  # fmt: skip
 
 
 def select_theta(
@@ -230,17 +238,19 @@ def select_theta(
     render = belief_renderer(belief)
     docs = [d.id for d in corpus.documents]
     points = []
+    near = sum(abs(b - t) < NEAR_THETA for b in off_best + target_best + own_best for t in thetas)
     for n, theta in enumerate(thetas, 1):
         env = SeekerEnv(corpus, store, embedder.embed, theta, horizon)
         player = make_agent(agent, queries_per_step)
         episodes = [run_episode(env, player, render, doc_id, 0) for doc_id in docs]
-        curve = [round(fmean(e["completeness"][i] for e in episodes), ROUND)
+        near += sum(e["near_theta"] for e in episodes)
+        curve = [fixed(fmean(e["completeness"][i] for e in episodes), ROUND)
                  for i in range(horizon)]  # fmt: skip
         points.append(ThetaPoint(
             theta=theta,
-            off_topic_hit_rate=_rate([b > np.float32(theta) for b in off_best]),
-            targeted_miss_rate=_rate([not b > np.float32(theta) for b in target_best]),
-            abstract_miss_rate=_rate([not b > np.float32(theta) for b in own_best]),
+            off_topic_hit_rate=_rate([b > theta for b in off_best]),
+            targeted_miss_rate=_rate([not b > theta for b in target_best]),
+            abstract_miss_rate=_rate([not b > theta for b in own_best]),
             completeness_by_step=curve, final_completeness=curve[-1],
         ))  # fmt: skip
         if progress:
@@ -252,7 +262,7 @@ def select_theta(
                for p, (o, m) in zip(points, rates, strict=True)]  # fmt: skip
         robustness.append({"off_topic_docs": docs_k, "target_phrases": phrases_k,
                            "crossing": crossing_point(alt), "chosen": choose(alt)})  # fmt: skip
-    return ThetaEvidence(
+    evidence = ThetaEvidence(
         corpus=corpus.name, corpus_sha256=store.manifest.corpus_sha256,
         model_id=store.manifest.model_id, vectors_sha256=store.manifest.vectors_sha256,
         agent=agent, belief=belief, horizon=horizon, queries_per_step=queries_per_step,
@@ -263,6 +273,8 @@ def select_theta(
         abstract_probes=len(own), points=points, robustness=robustness,
         crossing=crossing_point(points), rule=RULE, chosen=choose(points),
     )  # fmt: skip
+    evidence._near_theta = near
+    return evidence
 
 
 def evidence_bytes(evidence: ThetaEvidence) -> bytes:
