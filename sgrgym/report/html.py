@@ -40,6 +40,7 @@ from sgrgym.runs.results import (
     baseline_label,
     baseline_rows,
     card_config,
+    near_theta_text,
     read_json_file,
     records,
 )
@@ -206,6 +207,8 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
     page.text("The built-in agents draw their queries from the abstract only and never read "
               "the belief, so their rows are the same for every belief representation; LLM "
               "agents are where the belief matters.", note=True)  # fmt: skip
+    for run in runs:
+        page.text(f"{run.label}: {near_theta_text(run.seeker)}", note=True)
 
     items = []
     for run in runs:

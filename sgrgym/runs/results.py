@@ -130,6 +130,7 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
         "query_diversity_by_step": [round(fmean(d), ROUND) if d else None for d in diversity],
         "tokens_per_episode": round(fmean(tokens), 3) if len(tokens) == len(episodes) else None,
         "cost_usd_per_episode": round(fmean(costs), 6) if len(costs) == len(episodes) else None,
+        "near_theta": sum(int(e.get("near_theta", 0)) for e in episodes),
     }
 
 
@@ -213,6 +214,7 @@ def compute(out: Path, config: RunConfig) -> dict[str, str]:
         texts[SEEKER_JSON] = canonical_json({"rows": rows})
         tables.append("## SeekerGym: final completeness %, mean ± std over seeds (table 3)\n\n"
                       + seeker_table(rows, config.seeker.beliefs))  # fmt: skip
+        tables.append(near_theta_text(rows))
     if config.calibration.enabled:
         rows = [calibration_row(out / CALIBRATION / e) for e in config.calibration.estimators]
         texts[CALIBRATION_JSON] = canonical_json({"rows": rows})
@@ -319,6 +321,16 @@ def seeker_table(rows: Sequence[dict[str, Any]], beliefs: Sequence[str]) -> str:
         )
     body = [[a, *(c.get(b, "-") for b in beliefs)] for a, c in cells.items()]
     return "```\n" + format_table(["Agent", *beliefs], body) + "\n```"
+
+
+def near_theta_text(rows: Sequence[dict[str, Any]]) -> str:
+    """How many retrieval decisions lay within 1e-5 of θ: those a processor change could flip
+    where query vectors are computed live (a replay's recorded vectors cannot move)."""
+    near = sum(int(r.get("near_theta", 0)) for r in rows)
+    return (
+        f"Retrieval decisions within 1e-5 of θ (live query vectors from another processor's "
+        f"kernels could flip them): {near}."
+    )
 
 
 def calibration_table(rows: Sequence[dict[str, Any]]) -> str:

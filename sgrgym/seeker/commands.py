@@ -303,7 +303,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(format_table(["Topic cluster", "Final completeness %"], rows))
         curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
         print(f"\ncompleteness by step (%): {curve}")
-        print(f"query diversity {summary.query_diversity:.3f}; episodes in {args.out}/")
+        print(
+            f"query diversity {summary.query_diversity:.3f}; {summary.near_theta} retrieval "
+            f"decision(s) within 1e-5 of θ; episodes in {args.out}/"
+        )
         if summary.llm is not None:
             t = summary.llm
             print(f"LLM: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
