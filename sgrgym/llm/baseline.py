@@ -32,7 +32,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,6 +50,7 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 WHOLE_FILE = "(file)"  # the record of a .json file's difference (the file is one record)
 
 Say = Callable[[str], None]
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 class _Frozen(BaseModel):
@@ -136,18 +137,22 @@ class ReplayStatus(_Frozen):
         return difference_lines(self.differences, self.unlisted, limit)
 
 
-def load(folder: Path) -> BaselineManifest:
-    path = folder / MANIFEST
+def _read_model(path: Path, model: type[ModelT], what: str) -> ModelT:
+    """``path`` read as ``model``; an unreadable file or a bad field is an error naming it."""
     try:
         text = path.read_text("utf-8")
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the baseline manifest ({exc.strerror})") from None
+        raise UserError(f"{path}: cannot read the {what} ({exc.strerror})") from None
     try:
-        return BaselineManifest.model_validate_json(text)
+        return model.model_validate_json(text)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
         raise UserError(f"{path}: field {where}: {first['msg']}") from None
+
+
+def load(folder: Path) -> BaselineManifest:
+    return _read_model(folder / MANIFEST, BaselineManifest, "baseline manifest")
 
 
 def folder_files(folder: Path) -> list[str]:
@@ -466,18 +471,7 @@ def replay_status(folder: Path, replays: Sequence[RunReplay]) -> ReplayStatus:
 
 def read_status(path: Path) -> ReplayStatus:
     """A recorded replay outcome (``replay.json``); a bad one is an error naming the file."""
-    try:
-        text = path.read_text("utf-8")
-    except OSError as exc:
-        raise UserError(
-            f"{path}: cannot read the baseline replay record ({exc.strerror})"
-        ) from None
-    try:
-        return ReplayStatus.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise UserError(f"{path}: field {where}: {first['msg']}") from None
+    return _read_model(path, ReplayStatus, "baseline replay record")
 
 
 def _run_command(name: str, argv: list[str]) -> None:
