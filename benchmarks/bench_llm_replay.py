@@ -34,11 +34,11 @@ sys.path.insert(0, str(ROOT / "tests"))  # the scripted chat server of the tests
 
 from chat_server import scripted  # noqa: E402
 
+from sgrgym.core.loopback import serve_http  # noqa: E402
 from sgrgym.llm.chat import ChatClient  # noqa: E402
 from sgrgym.llm.http import request_hash  # noqa: E402
 from sgrgym.llm.options import open_meter  # noqa: E402
 from sgrgym.llm.settings import LLMOptions  # noqa: E402
-from sgrgym.runs.loopback import serve_http  # noqa: E402
 from sgrgym.seeker.agents import noun_phrases  # noqa: E402
 from sgrgym.seeker.belief import trajectory_belief  # noqa: E402
 from sgrgym.seeker.corpus import load_corpus  # noqa: E402

@@ -30,7 +30,7 @@ Every server binds 127.0.0.1. Prints a table (medians and ratios from this run) 
 from __future__ import annotations
 
 # The recorder patches http.client for warcio; it must be imported before requests/urllib3.
-from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec  # isort: skip
+from sgrgym.snapshot.record import CrawlSpec, Recorder, RequestSpec  # isort: skip
 
 import argparse
 import http.client
@@ -56,9 +56,9 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
-from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.archive.pack import warc_files
-from sgrgym.sgr.archive.replay import Snapshot
+from sgrgym.core.loopback import serve_http
+from sgrgym.snapshot.pack import warc_files
+from sgrgym.snapshot.replay import Snapshot
 
 HERE = Path(__file__).resolve().parent
 REQUIREMENTS = HERE / "requirements-pywb.txt"

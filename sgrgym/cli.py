@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -19,10 +19,10 @@ Handler = Callable[[argparse.Namespace], int]
 def build_parser() -> argparse.ArgumentParser:
     from sgrgym.cli_agents import commands as cli_agent_commands
     from sgrgym.llm import commands as llm_commands
-    from sgrgym.runs import commands as run_commands
     from sgrgym.seeker import commands as seeker_commands
     from sgrgym.sgr import commands as sgr_commands
-    from sgrgym.sgr.archive import commands as snapshot_commands
+    from sgrgym.snapshot import commands as snapshot_commands
+    from sgrgym.suite import commands as run_commands
 
     parser = argparse.ArgumentParser(
         prog="sgrgym",

@@ -1,4 +1,4 @@
-"""A scripted OpenAI-compatible chat-completions server (run with sgrgym.runs.loopback)."""
+"""A scripted OpenAI-compatible chat-completions server (run with sgrgym.core.loopback)."""
 
 from __future__ import annotations
 

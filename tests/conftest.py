@@ -16,7 +16,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 import pytest  # noqa: E402
 
-from sgrgym.runs.netguard import loopback_only  # noqa: E402
+from sgrgym.core.netguard import loopback_only  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -32,13 +32,13 @@ from urllib.parse import urljoin, urlsplit
 
 import pytest
 
-from sgrgym.sgr.archive.text import anchor_hrefs, body_to_text
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
 from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import Reference, answer_states, reference_of, rows_as_answer, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
+from sgrgym.snapshot.text import anchor_hrefs, body_to_text
 
 TASKS_ROOT = Path(__file__).resolve().parent.parent / "tasks" / "sgr"
 PAIRS: dict[str, int] = {

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qs, urlsplit
 
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.loopback import serve_http
 from sgrgym.sgr.sites.pdf import pdf_file
 
 

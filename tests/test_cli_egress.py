@@ -16,7 +16,7 @@ from sgrgym.cli import main
 from sgrgym.cli_agents.egress import Egress, parse_host_port
 from sgrgym.cli_agents.profiles import fill, load_profile
 from sgrgym.cli_agents.transcripts import parse_events
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 PROBE = """
 import socket, sys, urllib.request

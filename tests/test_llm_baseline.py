@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
-from sgrgym.llm.baseline import command, load, replay, unpack_cache, verify
+from sgrgym.core.errors import UserError
 from sgrgym.llm.localfiles import load_manifest
 from sgrgym.seeker.embed import OnnxRunner, embedder_id
+from sgrgym.suite.baseline import command, load, replay, unpack_cache, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 BASELINE = ROOT / "baselines" / "qwen2.5-coder-0.5b"

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from chat_server import ChatHandler, scripted
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
+from sgrgym.core.loopback import serve_http
 from sgrgym.llm.chat import ChatClient
 from sgrgym.llm.http import request_hash
-from sgrgym.runs.loopback import serve_http
 
 SECRET = "sk-chat-secret-4242"
 

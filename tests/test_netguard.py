@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from sgrgym.runs.netguard import NetworkBlockedError, is_loopback
+from sgrgym.core.netguard import NetworkBlockedError, is_loopback
 
 
 def test_non_loopback_connection_is_refused() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.llm.baseline import compare_file, difference_lines, pin_files, read_status
+from sgrgym.suite.baseline import compare_file, difference_lines, pin_files, read_status
 
 ROOT = Path(__file__).resolve().parents[1]
 BASELINE = ROOT / "baselines" / "qwen2.5-coder-0.5b"

@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.runs.folder import COMPLETE, open_run_folder, read_log
 from sgrgym.seeker.estimators import EstimateCache
 

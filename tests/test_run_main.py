@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
-from sgrgym.runs.config import DEFAULT_CONFIG_TOML, load_config, parse_config
+from sgrgym.core.errors import UserError
 from sgrgym.runs.folder import COMPLETE
-from sgrgym.runs.main import VOLATILE
 from sgrgym.seeker.commands import corpus_path
+from sgrgym.suite.config import DEFAULT_CONFIG_TOML, load_config, parse_config
+from sgrgym.suite.main import VOLATILE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -317,8 +317,8 @@ def test_verify_and_report_refuse_folders_that_are_not_finished_runs(
 def test_frontier_is_drawn_when_episodes_carry_token_counts(
     small: tuple[Path, Path], tmp_path: Path
 ) -> None:
-    from sgrgym.report.html import write_report
-    from sgrgym.runs.results import card_config, write_results
+    from sgrgym.suite.report.html import write_report
+    from sgrgym.suite.results import card_config, write_results
 
     _, out = small
     llm = tmp_path / "llm"
@@ -340,7 +340,7 @@ def test_frontier_is_drawn_when_episodes_carry_token_counts(
 
 
 def test_variance_decomposition_on_tiny_data_says_so_and_never_raises() -> None:
-    from sgrgym.report.variance import decompose
+    from sgrgym.suite.report.variance import decompose
 
     one = [{"agent": "a", "belief": "b", "doc_id": "d", "final_completeness": 0.5}]
     assert decompose(one).notes and not decompose(one).factors
@@ -359,7 +359,7 @@ def test_an_llm_table_runs_both_llm_agents_and_replays_byte_identical(
 
     from chat_server import scripted
 
-    from sgrgym.runs.loopback import serve_http
+    from sgrgym.core.loopback import serve_http
 
     def script(body: dict[str, Any]) -> Any:
         if body.get("tools"):  # the SGR agent: one final answer, no tool call

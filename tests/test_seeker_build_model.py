@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrgym.artifacts import cache_dir
-from sgrgym.errors import UserError
+from sgrgym.core.artifacts import cache_dir
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.build_model import TOLERANCE, build_model
 from sgrgym.seeker.embed import load_models_manifest
 from sgrgym.seeker.minilm_graph import REFERENCE_FILE, WEIGHTS_WHEEL

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.calibrate import (
     BeliefPool,
     Draws,
@@ -422,8 +422,8 @@ def scripted_replies(body: dict[str, object]) -> str:
 def test_llm_estimator_over_the_recorded_chat_client(tmp_path: Path) -> None:
     from chat_server import scripted
 
+    from sgrgym.core.loopback import serve_http
     from sgrgym.llm.chat import ChatClient
-    from sgrgym.runs.loopback import serve_http
 
     corpus = numbered_corpus([12, 30])
     pool = build_pool(corpus, 5, seed=0)
@@ -691,7 +691,7 @@ def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) ->
     from chat_server import scripted
 
     from sgrgym.cli import main
-    from sgrgym.runs.loopback import serve_http
+    from sgrgym.core.loopback import serve_http
 
     _, corpus_file, store = tiny
     handler = scripted(scripted_replies)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import (
     Corpus,
     CorpusFileError,

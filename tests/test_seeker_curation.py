@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_seeker_corpus import doc_with, words
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import CorpusFilter, Document, LinkCounts, caption_ratio, make_document
 from sgrgym.seeker.pydocs import FILTER_SETS, Page, filter_counts, link_counts, stage_stats
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sgrgym.artifacts import cache_dir
-from sgrgym.errors import UserError
+from sgrgym.core.artifacts import cache_dir
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import CorpusFilter
 from sgrgym.seeker.djangodocs import (
     DEFAULT_MANIFEST,

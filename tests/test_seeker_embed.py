@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from chat_server import RecordingJsonHandler
 
-from sgrgym.errors import UserError
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.errors import UserError
+from sgrgym.core.loopback import serve_http
 from sgrgym.seeker.embed import (
     CachedEmbedder,
     FloatMatrix,

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.agents import OracleTextAgent, PhrasesAgent, SentencesAgent
 from sgrgym.seeker.belief import belief_renderer
 from sgrgym.seeker.corpus import Corpus, CorpusSource, corpus_sha256, make_document

@@ -17,7 +17,7 @@ import pytest
 from chat_server import scripted
 
 from sgrgym.cli import main
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.loopback import serve_http
 from sgrgym.seeker.corpus import Corpus, CorpusSource, corpus_sha256, make_document, save_corpus
 from sgrgym.seeker.llm_agent import parse_queries
 

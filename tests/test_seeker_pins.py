@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.store import PassageStore
 
 ROOT = Path(__file__).resolve().parent.parent

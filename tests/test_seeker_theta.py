@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "embeddings" / "models"

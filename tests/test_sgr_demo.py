@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from site_checks import PAIRS
 
-from sgrgym.hashing import sha256_file
+from sgrgym.core.hashing import sha256_file
 from sgrgym.sgr.agents import (
     Agent,
     DefaultStateAgent,
@@ -21,7 +21,6 @@ from sgrgym.sgr.agents import (
     RandomAgent,
     answer_from,
 )
-from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.baselines import SearchOnlyAgent
 from sgrgym.sgr.commands import demo_task_files
 from sgrgym.sgr.diagnostics import CATEGORIES, Diagnostics, diagnose
@@ -37,6 +36,7 @@ from sgrgym.sgr.sites.places import DATA_FILES
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 from sgrgym.sgr.websearch import findability, rows_held
+from sgrgym.snapshot.replay import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 PINNED = ROOT / "snapshots" / "demo" / "manifest.json"

@@ -14,9 +14,8 @@ from sgr_helpers import write_jsonl
 from toy_site import MODEL, SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
-from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, BudgetExceeded, Observation, SgrEnv
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE
@@ -30,6 +29,7 @@ from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 from sgrgym.sgr.watchdog import run_episode
+from sgrgym.snapshot.replay import Snapshot
 
 
 def test_state_url_round_trip_and_defaults() -> None:

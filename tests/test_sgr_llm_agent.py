@@ -16,18 +16,18 @@ import pytest
 from chat_server import ChatHandler, scripted
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
+from sgrgym.core.loopback import serve_http
 from sgrgym.llm.chat import ChatClient
 from sgrgym.llm.prices import load_prices
 from sgrgym.llm.usage import LOG, CallMeter, LLMTotals, add_totals
-from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.env import Episode, SgrEnv
 from sgrgym.sgr.llm_agent import LLM_TOTALS, LLMAgent, LLMAgentSettings, cut
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.sites.model import site_models
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 from sgrgym.sgr.watchdog import run_episode
+from sgrgym.snapshot.replay import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "snapshots" / "demo"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from sgr_helpers import load_one, task_record, write_jsonl
 
-from sgrgym.errors import TaskFileError, UserError
+from sgrgym.core.errors import TaskFileError, UserError
 from sgrgym.sgr.tasks import load_row_keys, load_tasks
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "tasks" / "examples"

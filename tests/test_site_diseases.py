@@ -12,7 +12,7 @@ pytest.importorskip("pandas")
 
 from site_checks import SiteTaskChecks, http_get, site_fixtures
 
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.loopback import serve_http
 from sgrgym.sgr.sites.app import NotFound, SiteApp
 from sgrgym.sgr.sites.model import SiteError
 from sgrgym.sgr.sites.page import extract_tables

@@ -13,7 +13,7 @@ if importlib.util.find_spec("mendeleev") is None:  # pragma: no cover - optional
 
 from site_checks import SiteTaskChecks, http_get, site_fixtures
 
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.loopback import serve_http
 from sgrgym.sgr.sites.app import NotFound, SiteApp
 from sgrgym.sgr.sites.model import Op, SiteError
 from sgrgym.sgr.sites.page import extract_tables

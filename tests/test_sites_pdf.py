@@ -6,8 +6,8 @@ import io
 
 from pypdf import PdfReader
 
-from sgrgym.sgr.archive.text import pdf_to_text
 from sgrgym.sgr.sites.pdf import LINES_PER_PAGE, text_pdf
+from sgrgym.snapshot.text import pdf_to_text
 
 
 def test_lines_come_back_with_special_characters() -> None:

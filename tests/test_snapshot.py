@@ -17,15 +17,15 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
-from sgrgym.runs.netguard import loopback_only
-from sgrgym.sgr.archive.index import index_path
-from sgrgym.sgr.archive.pack import load_manifest, resolve_pack
-from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
-from sgrgym.sgr.archive.replay import MATCH_HEADER, Snapshot
-from sgrgym.sgr.archive.search import search
-from sgrgym.sgr.archive.verify import verify_pack
-from sgrgym.sgr.archive.warc import WarcError
+from sgrgym.core.errors import UserError
+from sgrgym.core.netguard import loopback_only
+from sgrgym.snapshot.index import index_path
+from sgrgym.snapshot.pack import load_manifest, resolve_pack
+from sgrgym.snapshot.record import CrawlSpec, Recorder, RequestSpec
+from sgrgym.snapshot.replay import MATCH_HEADER, Snapshot
+from sgrgym.snapshot.search import search
+from sgrgym.snapshot.verify import verify_pack
+from sgrgym.snapshot.warc import WarcError
 
 DATE = "2026-11-30T00:00:00Z"
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -236,7 +236,7 @@ def test_index_is_cached_by_manifest_hash(
     assert path.stat().st_mtime_ns == stamp  # reused
     manifest = load_manifest(pack)
     manifest.sites[0].licence = "CC0-1.0"
-    from sgrgym.sgr.archive.pack import write_manifest
+    from sgrgym.snapshot.pack import write_manifest
 
     write_manifest(pack, manifest)
     with Snapshot.open(pack) as snap:
@@ -256,9 +256,9 @@ def _bomb_warc(path: Path, size: int) -> None:
 
 
 def test_oversized_records_are_capped_and_reported(tmp_path: Path) -> None:
-    from sgrgym.hashing import sha256_file
-    from sgrgym.sgr.archive.pack import Canonicalization, Manifest, PackFile, write_manifest
-    from sgrgym.sgr.archive.urls import CanonRules
+    from sgrgym.core.hashing import sha256_file
+    from sgrgym.snapshot.pack import Canonicalization, Manifest, PackFile, write_manifest
+    from sgrgym.snapshot.urls import CanonRules
 
     pack = tmp_path / "bomb"
     (pack / "warc").mkdir(parents=True)
@@ -337,7 +337,7 @@ def test_cli_fetch_verify_search(
 @pytest.mark.parametrize("chunked", [False, True])
 def test_read_response_plain_and_chunked_gzip(tmp_path: Path, chunked: bool) -> None:
     """Plain records take the direct parser; chunked/compressed ones go through warcio."""
-    from sgrgym.sgr.archive.warc import read_response
+    from sgrgym.snapshot.warc import read_response
 
     text = b"<p>caf\xc3\xa9 table</p>" * 50
     if chunked:

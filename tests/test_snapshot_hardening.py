@@ -19,14 +19,14 @@ from archive_helpers import (
 )
 
 from sgrgym.cli import main
-from sgrgym.errors import UserError
-from sgrgym.sgr.archive.index import connect, index_path, index_pin_path
-from sgrgym.sgr.archive.pack import MANIFEST, SiteInfo, load_manifest, warc_files
-from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.search import search
-from sgrgym.sgr.archive.stream import MAX_HEADER_BYTES, RecordStream, StreamError
-from sgrgym.sgr.archive.verify import verify_pack
-from sgrgym.sgr.archive.wacz import export_wacz, import_archives, surt
+from sgrgym.core.errors import UserError
+from sgrgym.snapshot.index import connect, index_path, index_pin_path
+from sgrgym.snapshot.pack import MANIFEST, SiteInfo, load_manifest, warc_files
+from sgrgym.snapshot.replay import Snapshot
+from sgrgym.snapshot.search import search
+from sgrgym.snapshot.stream import MAX_HEADER_BYTES, RecordStream, StreamError
+from sgrgym.snapshot.verify import verify_pack
+from sgrgym.snapshot.wacz import export_wacz, import_archives, surt
 
 SITE = "http://site.example"
 
@@ -171,7 +171,7 @@ def test_round_trip_keeps_site_licence_and_model(tmp_path: Path) -> None:
         host="site.example", source="hand-made", licence="CC0-1.0", model={"name": "toy"}
     )
     manifest.sites = [site]
-    from sgrgym.sgr.archive.pack import write_manifest
+    from sgrgym.snapshot.pack import write_manifest
 
     write_manifest(pack, manifest)
     wacz = export_wacz(pack, tmp_path / "pack.wacz").path
@@ -275,7 +275,7 @@ def test_an_altered_index_is_rebuilt_not_trusted(pack: Path) -> None:
 
 def test_an_index_altered_with_its_pin_is_caught_at_read(pack: Path) -> None:
     _point_a_at_b(pack)
-    from sgrgym.hashing import sha256_file
+    from sgrgym.core.hashing import sha256_file
 
     index = next((pack / ".cache").glob("index-*.duckdb"))
     index_pin_path(index).write_text(sha256_file(index)[0] + "\n")  # the pin re-made to match

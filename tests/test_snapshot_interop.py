@@ -18,7 +18,7 @@ import pytest
 from archive_helpers import DATE, response, write_warc
 from site_checks import http_get
 
-from sgrgym.sgr.archive.wacz import export_wacz, import_archives
+from sgrgym.snapshot.wacz import export_wacz, import_archives
 
 ROOT = Path(__file__).resolve().parents[1]
 PYWB = ROOT / "benchmarks" / "out" / "pywb-venv" / "bin"

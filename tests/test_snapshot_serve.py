@@ -15,9 +15,9 @@ from urllib.parse import quote
 import pytest
 from site_server import serve_site
 
-from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
-from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.serve import ReplayServer, make_server, serve_forever
+from sgrgym.snapshot.record import CrawlSpec, Recorder, RequestSpec
+from sgrgym.snapshot.replay import Snapshot
+from sgrgym.snapshot.serve import ReplayServer, make_server, serve_forever
 
 FORM = {"Content-Type": "application/x-www-form-urlencoded"}
 PAGES = ["/", "/species/naja?_=1", "/species/boa?_=1", "/report.pdf", "/api/species?year=2024"]

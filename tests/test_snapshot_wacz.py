@@ -17,13 +17,13 @@ from site_server import serve_site
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from sgrgym.errors import UserError
-from sgrgym.sgr.archive.pack import load_manifest, warc_files
-from sgrgym.sgr.archive.record import CrawlSpec, Recorder
-from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.verify import verify_pack
-from sgrgym.sgr.archive.wacz import export_wacz, import_archives, surt, timestamp14
-from sgrgym.sgr.archive.warc import read_response, scan_warc
+from sgrgym.core.errors import UserError
+from sgrgym.snapshot.pack import load_manifest, warc_files
+from sgrgym.snapshot.record import CrawlSpec, Recorder
+from sgrgym.snapshot.replay import Snapshot
+from sgrgym.snapshot.verify import verify_pack
+from sgrgym.snapshot.wacz import export_wacz, import_archives, surt, timestamp14
+from sgrgym.snapshot.warc import read_response, scan_warc
 
 DATE = "2026-11-30T00:00:00Z"
 

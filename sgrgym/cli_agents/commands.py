@@ -25,7 +25,7 @@ def _world(args: argparse.Namespace) -> tuple[list[Path], list[Any], Any, Any, A
 def cmd_mcp(args: argparse.Namespace) -> int:
     import anyio
 
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.runs.folder import open_run_folder
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import SCORES, answered, finish_run, record_episode, run_card
@@ -136,7 +136,7 @@ DEFAULT_CLI_ROOT = Path("benchmarks/cli-agents")  # one folder per profile, npm 
 def _base_url_host(url: str) -> tuple[str, int]:
     from urllib.parse import urlsplit
 
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
 
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -147,8 +147,8 @@ def _base_url_host(url: str) -> tuple[str, int]:
 def cmd_cli_run(args: argparse.Namespace) -> int:
     from contextlib import nullcontext
 
-    from sgrgym.errors import UserError
-    from sgrgym.report.output import progress_bar, write_json
+    from sgrgym.core.errors import UserError
+    from sgrgym.core.output import progress_bar, write_json
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import run_card
     from sgrgym.sgr.score_table import render_report

@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Sequence
 from types import FrameType, TracebackType
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 
 def parse_host_port(text: str) -> tuple[str, int]:

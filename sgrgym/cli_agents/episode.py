@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.runs.folder import RunFolder
 from sgrgym.sgr.env import BudgetExceeded, Episode, SgrEnv
 from sgrgym.sgr.prompt import task_prompt

@@ -24,8 +24,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
 
 from .transcripts import FORMATS
 

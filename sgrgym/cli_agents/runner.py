@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
-from sgrgym.errors import UserError
-from sgrgym.report.output import jsonl_line
+from sgrgym.core.errors import UserError
+from sgrgym.core.output import jsonl_line
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.sgr.env import Budget, Episode
 from sgrgym.sgr.run import SCORES, RunCard, answered, finish_run, record_episode

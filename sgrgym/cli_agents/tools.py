@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sgrgym.hashing import sha256_bytes
+from sgrgym.core.hashing import sha256_bytes
 from sgrgym.sgr.env import Page, SgrEnv
 from sgrgym.sgr.sites.model import Op
 

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 FORMATS = ("stream-json", "codex-json")
 SERVER = "sgrgym"

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sgrgym.closing import Closing
-from sgrgym.errors import UserError
+from sgrgym.core.closing import Closing
+from sgrgym.core.errors import UserError
 from sgrgym.llm.http import RecordedPost
 from sgrgym.llm.toolcalls import ToolCall, arguments_of, text_tool_calls
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sgrgym.sgr.archive.commands import port_number, positive_int
+from sgrgym.snapshot.commands import port_number, positive_int
 
 LOCAL_PORT = 8080  # sgrgym.llm.options.LOCAL_PORT (that module imports pydantic: not at start-up)
 
@@ -96,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_replay_baseline(args: argparse.Namespace) -> int:
-    from sgrgym.llm.baseline import difference_lines, flat, replay
+    from sgrgym.suite.baseline import difference_lines, flat, replay
 
     replays = replay(args.folder, args.out, say=_say)
     for run in replays:

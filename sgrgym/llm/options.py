@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 if TYPE_CHECKING:
     from sgrgym.llm.chat import ChatClient

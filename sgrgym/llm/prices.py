@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
 
 
 class Price(BaseModel):

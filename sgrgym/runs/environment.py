@@ -21,8 +21,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 

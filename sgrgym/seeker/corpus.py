@@ -37,10 +37,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
-from sgrgym.inputs import BadJson, json_value, jsonl_lines, shorten
-from sgrgym.report.table import format_table
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, shorten
+from sgrgym.core.table import format_table
 
 CORPUS_FORMAT = "sgrgym-seeker-corpus"
 CORPUS_FORMAT_VERSION = 1

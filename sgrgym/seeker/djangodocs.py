@@ -1,7 +1,7 @@
 """The demo corpus: the documentation in the Django 6.1.3 sdist (``docs/``, BSD-3-Clause).
 
 The sdist is an immutable PyPI file pinned by sha256 (:data:`DJANGO_SDIST`); it is fetched with
-``pip download --no-deps --no-binary django`` (:mod:`sgrgym.artifacts`) and read straight from
+``pip download --no-deps --no-binary django`` (:mod:`sgrgym.core.artifacts`) and read straight from
 the tarball: nothing is installed and no text is committed. The pages are reStructuredText
 written for Sphinx; each is rendered with docutils to HTML and then goes through the same
 extraction, filters and selection as every other corpus (:mod:`sgrgym.seeker.corpus`,
@@ -34,10 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sgrgym.artifacts import Artifact, fetch
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json
-from sgrgym.report.output import write_json
+from sgrgym.core.artifacts import Artifact, fetch
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json
+from sgrgym.core.output import write_json
 from sgrgym.seeker.corpus import (
     Corpus,
     CorpusFilter,

@@ -33,10 +33,10 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.closing import Closing
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
-from sgrgym.inputs import existing_file
+from sgrgym.core.closing import Closing
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.inputs import existing_file
 
 # onnxruntime writes telemetry files under the home directory on import unless this is set.
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import Corpus, Document, Passage
 from sgrgym.seeker.retrieval import Matrix, observe
 from sgrgym.seeker.store import PassageStore

@@ -46,8 +46,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes
 from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix

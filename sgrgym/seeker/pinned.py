@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import Corpus, corpus_sha256, load_corpus
 from sgrgym.seeker.store import MANIFEST, load_store_manifest
 

@@ -39,9 +39,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes, sha256_json
-from sgrgym.report.output import write_json
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_json
+from sgrgym.core.output import write_json
 from sgrgym.seeker.corpus import (
     GENERIC,
     Corpus,
@@ -671,7 +671,7 @@ def filter_report(doc_root: Path = DEFAULT_DOC_ROOT) -> FilterReport:
 
 
 def render_filter_report(report: FilterReport) -> str:
-    from sgrgym.report.table import format_table
+    from sgrgym.core.table import format_table
 
     def q(v: tuple[float, float, float]) -> str:
         return f"{v[0]:g} [{v[1]:g}–{v[2]:g}]"

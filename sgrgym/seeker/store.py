@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes
-from sgrgym.inputs import read_bytes, shorten
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.inputs import read_bytes, shorten
 from sgrgym.seeker.retrieval import Matrix
 
 TABLE = "passages"

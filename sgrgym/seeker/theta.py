@@ -38,8 +38,8 @@ from statistics import fmean
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.seeker.agents import make_agent, noun_phrases
 from sgrgym.seeker.belief import belief_renderer
 from sgrgym.seeker.corpus import Corpus

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import Document
 from sgrgym.seeker.embed import Embedder
 

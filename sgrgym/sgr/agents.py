@@ -24,10 +24,10 @@ from collections.abc import Sequence
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
-from sgrgym.sgr.archive.text import anchor_hrefs
 from sgrgym.sgr.env import Observation, Page, SgrEnv
 from sgrgym.sgr.sites.model import Control, Op, OpName, SiteError, SiteModel, State
 from sgrgym.sgr.sites.reference import Reference, rows_as_answer
+from sgrgym.snapshot.text import anchor_hrefs
 
 
 class Agent(Protocol):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
-from sgrgym.report.table import format_table
+from sgrgym.core.errors import UserError
+from sgrgym.core.table import format_table
 from sgrgym.sgr.diagnostics import CATEGORIES, NOT_DETECTED, SOLVED
 
 SHORT = {

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sgrgym.report.output import progress, write_json
+from sgrgym.core.output import progress, write_json
 
 
 def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
@@ -49,7 +49,7 @@ def cmd_sgr_score(args: argparse.Namespace) -> int:
 
 
 def cmd_sgr_tasks(args: argparse.Namespace) -> int:
-    from sgrgym.report.table import format_table
+    from sgrgym.core.table import format_table
     from sgrgym.sgr.tasks import load_tasks
 
     if args.update_pin:
@@ -162,7 +162,7 @@ def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:
             f for f in (site_dir / "constraint.jsonl", site_dir / "goal.jsonl") if f.is_file()
         ]
     if not files:
-        from sgrgym.errors import UserError
+        from sgrgym.core.errors import UserError
 
         raise UserError(f"no task files under {root}/<site>/ (constraint.jsonl, goal.jsonl)")
     return files
@@ -189,9 +189,9 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
 
 
 def _open_pack(spec: str) -> tuple[Any, Any]:
-    from sgrgym.errors import UserError
-    from sgrgym.sgr.archive.replay import Snapshot
+    from sgrgym.core.errors import UserError
     from sgrgym.sgr.sites.model import site_models
+    from sgrgym.snapshot.replay import Snapshot
 
     snapshot = Snapshot.open(spec)
     models = site_models(snapshot.manifest.sites, str(snapshot.pack_dir / "manifest.json"))
@@ -246,7 +246,7 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         from sgrgym.cli_agents.commands import cmd_cli_run
 
         return cmd_cli_run(args)
-    from sgrgym.report.output import progress_bar
+    from sgrgym.core.output import progress_bar
     from sgrgym.sgr.env import Budget
     from sgrgym.sgr.registry import AgentSetup, make_agent
     from sgrgym.sgr.run import run_card, run_tasks
@@ -319,7 +319,7 @@ def cmd_sgr_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_sgr_findability(args: argparse.Namespace) -> int:
-    from sgrgym.report.table import format_table
+    from sgrgym.core.table import format_table
     from sgrgym.sgr.simulator import Simulator
     from sgrgym.sgr.sites.reference import reference_of
     from sgrgym.sgr.websearch import WebSearch, findability
@@ -360,7 +360,7 @@ def cmd_sgr_findability(args: argparse.Namespace) -> int:
 
 
 def cmd_sgr_states(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
+    from sgrgym.core.errors import UserError
     from sgrgym.sgr.sites.reference import answer_states, check_references, reference_of, walk
 
     tasks = {t.task_id: t for t in _load_tasks(args.tasks or demo_task_files())}

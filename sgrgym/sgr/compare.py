@@ -17,8 +17,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 from sgrgym.sgr.score import ScoreReport, load_predictions, score_tasks
 from sgrgym.sgr.tasks import load_tasks
 

@@ -22,9 +22,6 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
-from sgrgym.sgr.archive.replay import Snapshot
-from sgrgym.sgr.archive.search import SearchHit
-from sgrgym.sgr.archive.text import body_to_text
 from sgrgym.sgr.prompt import DEFAULT_TOOLS, task_prompt
 from sgrgym.sgr.render import SiteRenderer
 from sgrgym.sgr.simulator import Simulator, StepResult, TrajectoryStep
@@ -32,6 +29,9 @@ from sgrgym.sgr.sites.model import Op, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
 from sgrgym.sgr.websearch import WebSearch, first_rank
+from sgrgym.snapshot.replay import Snapshot
+from sgrgym.snapshot.search import SearchHit
+from sgrgym.snapshot.text import body_to_text
 
 
 class Budget(BaseModel):

@@ -13,8 +13,8 @@ import json
 from importlib import resources
 from pathlib import Path
 
-from sgrgym.errors import UserError
-from sgrgym.inputs import read_json
+from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import read_json
 
 
 def _shipped() -> dict[str, object]:

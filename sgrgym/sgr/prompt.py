@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from importlib import resources
 from string import Template
 
-from sgrgym.hashing import sha256_bytes
+from sgrgym.core.hashing import sha256_bytes
 
 PROMPT_TEMPLATE = "task_prompt.v1.txt"
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 if TYPE_CHECKING:  # the agents are imported when built, so ``--help`` stays fast
     from sgrgym.sgr.agents import Agent

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
-from sgrgym.sgr.archive.replay import Snapshot
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
 from sgrgym.sgr.sites.build import site_info
+from sgrgym.snapshot.replay import Snapshot
 
 REBUILD_HINT = (
     'install the versions the pack was built with (pip install -c constraints.txt -e ".[sites]"), '

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from sgrgym import __version__
-from sgrgym.hashing import sha256_file
+from sgrgym.core.hashing import sha256_file
 from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose

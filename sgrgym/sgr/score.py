@@ -30,8 +30,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
-from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_text, shorten
+from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, read_text, shorten
 from sgrgym.sgr.canon import clean_text
 from sgrgym.sgr.families import load_families, paper_families
 from sgrgym.sgr.metrics import f1, pairwise_order_accuracy

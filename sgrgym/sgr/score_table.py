@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sgrgym.report.table import format_table, percent
+from sgrgym.core.table import format_table, percent
 from sgrgym.sgr.score import CARDINALITY_BINS, GroupScore, ScoreReport
 
 _METRICS = ("Row-F1", "Item-F1", "P.O.A.")

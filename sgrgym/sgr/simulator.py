@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode, urlsplit
 
-from sgrgym.sgr.archive.replay import Snapshot
 from sgrgym.sgr.render import SiteRenderer
 from sgrgym.sgr.sites.model import InvalidValue, Op, SiteError, SiteModel, State
+from sgrgym.snapshot.replay import Snapshot
 
 PLAIN_404 = b"404 Not Found\n\nThe requested address was not found on this server.\n"
 PLAIN = "text/plain; charset=utf-8"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes
-from sgrgym.inputs import read_bytes, read_text
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.inputs import read_bytes, read_text
 
 DEMO_TASKS_DIR = Path("tasks/sgr")
 PINS = "manifest.json"

@@ -52,8 +52,8 @@ from pydantic import (
     field_validator,
 )
 
-from sgrgym.errors import TaskFileError, UserError
-from sgrgym.inputs import BadJson, json_value, jsonl_lines, read_json, shorten
+from sgrgym.core.errors import TaskFileError, UserError
+from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, read_json, shorten
 from sgrgym.sgr.canon import FieldCanon
 from sgrgym.sgr.default_canon import DefaultCanon, column_canons
 from sgrgym.sgr.parse import _is_header, is_none_answer, split_records

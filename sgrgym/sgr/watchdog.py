@@ -10,7 +10,7 @@ the agent submitted, and every tool call the abandoned thread makes later is ref
 (:class:`~sgrgym.sgr.env.BudgetExceeded`), in later episodes too. Its eventual return value
 is ignored.
 
-A :class:`~sgrgym.errors.UserError` raised by the agent (a model call missing from a replay
+A :class:`~sgrgym.core.errors.UserError` raised by the agent (a model call missing from a replay
 cache, an endpoint that keeps failing) is not an agent failure but the run's: it is raised
 again in the calling thread, so the command stops with its message (exit 2) and the episode
 is not recorded (a rerun resumes there).
@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.env import BudgetExceeded, Episode, Observation, SgrEnv
 

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from sgrgym.sgr.archive.index import connect
-from sgrgym.sgr.archive.search import WORD, SearchHit, ranked_hits
-from sgrgym.sgr.archive.text import body_to_text, html_title
 from sgrgym.sgr.simulator import Simulator
 from sgrgym.sgr.sites.page import extract_tables
+from sgrgym.snapshot.index import connect
+from sgrgym.snapshot.search import WORD, SearchHit, ranked_hits
+from sgrgym.snapshot.text import body_to_text, html_title
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import ClassVar, TypeVar, cast
 from urllib.parse import urlsplit
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.sgr.sites.model import (
     Control,
     NotFound,

@@ -22,9 +22,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.runs.loopback import serve_http
-from sgrgym.sgr.archive.pack import (
+from sgrgym.core.errors import UserError
+from sgrgym.core.loopback import serve_http
+from sgrgym.sgr.sites.app import SiteApp
+from sgrgym.sgr.sites.reference import reference_of, walk
+from sgrgym.sgr.tasks import ScoringTask
+from sgrgym.snapshot.pack import (
     CACHE_DIR,
     MANIFEST,
     WARC_DIR,
@@ -33,11 +36,8 @@ from sgrgym.sgr.archive.pack import (
     load_manifest,
     manifest_sha256,
 )
-from sgrgym.sgr.archive.record import CrawlSpec, Recorder, RequestSpec
-from sgrgym.sgr.archive.verify import verify_pack
-from sgrgym.sgr.sites.app import SiteApp
-from sgrgym.sgr.sites.reference import reference_of, walk
-from sgrgym.sgr.tasks import ScoringTask
+from sgrgym.snapshot.record import CrawlSpec, Recorder, RequestSpec
+from sgrgym.snapshot.verify import verify_pack
 
 PACK_DATE = "2026-01-01T00:00:00Z"
 Progress = Callable[[str], None]

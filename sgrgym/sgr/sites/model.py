@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 ControlKind = Literal["filter", "view", "hierarchy", "scope", "window", "sort", "page"]
 OpName = Literal[

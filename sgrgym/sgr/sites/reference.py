@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask

@@ -11,9 +11,9 @@ SHOWN_DIFFERENCES = 8  # baseline differences printed by `sgrgym run`; replay.js
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
-    from sgrgym.runs.config import load_config
-    from sgrgym.runs.main import BASELINE, REPLAY_JSON, baseline_status, run_all
+    from sgrgym.core.errors import UserError
+    from sgrgym.suite.config import load_config
+    from sgrgym.suite.main import BASELINE, REPLAY_JSON, baseline_status, run_all
 
     config = load_config(args.config)
     special = [a for a in args.agent or [] if a == "llm" or a.startswith("cli:")]
@@ -66,9 +66,9 @@ def _print_places(places: dict[str, Path]) -> None:
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
-    from sgrgym.runs.main import BASELINE, REPLAY_JSON, baseline_status
-    from sgrgym.runs.results import card_config
-    from sgrgym.runs.verify import verify_run
+    from sgrgym.suite.main import BASELINE, REPLAY_JSON, baseline_status
+    from sgrgym.suite.results import card_config
+    from sgrgym.suite.verify import verify_run
 
     problems = verify_run(args.dir)
     if problems:
@@ -87,8 +87,8 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
-    from sgrgym.report.html import require_report_extra, write_report
+    from sgrgym.core.errors import UserError
+    from sgrgym.suite.report.html import require_report_extra, write_report
 
     require_report_extra()
     out = args.out

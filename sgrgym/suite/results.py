@@ -16,12 +16,12 @@ from pathlib import Path
 from statistics import fmean, stdev
 from typing import Any
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json
-from sgrgym.inputs import BadJson, decode_text, json_value, read_bytes
-from sgrgym.report.table import format_table
-from sgrgym.runs.config import RunConfig
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json
+from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes
+from sgrgym.core.table import format_table
 from sgrgym.runs.folder import read_log
+from sgrgym.suite.config import RunConfig
 
 ROUND = 6
 SEEKER_JSON = "seeker.json"
@@ -204,7 +204,7 @@ def sgr_row(folder: Path, agent: str) -> dict[str, Any]:
 
 def compute(out: Path, config: RunConfig) -> dict[str, str]:
     """File name -> text of every results file of the run folder ``out``."""
-    from sgrgym.runs.main import CALIBRATION, seeker_part, sgr_part
+    from sgrgym.suite.main import CALIBRATION, seeker_part, sgr_part
 
     texts: dict[str, str] = {}
     tables: list[str] = []
@@ -245,8 +245,8 @@ def write_results(out: Path, config: RunConfig) -> None:
 def baseline_entry(out: Path) -> dict[str, Any]:
     """The baseline replay's outcome as ``baseline/replay.json`` records it: identical or
     not, why a replay failed, the files that differ, how many differences, the listed ones."""
-    from sgrgym.llm.baseline import read_status
-    from sgrgym.runs.main import BASELINE, REPLAY_JSON
+    from sgrgym.suite.baseline import read_status
+    from sgrgym.suite.main import BASELINE, REPLAY_JSON
 
     marker = out / BASELINE / REPLAY_JSON
     if not marker.is_file():

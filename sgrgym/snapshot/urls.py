@@ -22,8 +22,8 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_bytes, sha256_json
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_bytes, sha256_json
 
 RULES_VERSION = "1"
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")

@@ -35,9 +35,9 @@ from pydantic import ValidationError
 from surt import surt as surt_key
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
-from sgrgym.sgr.archive.pack import (
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.snapshot.pack import (
     MANIFEST,
     PACK_NAME,
     WARC_DIR,
@@ -55,10 +55,10 @@ from sgrgym.sgr.archive.pack import (
     utc_now,
     write_manifest,
 )
-from sgrgym.sgr.archive.stream import NotWarc, RecordStream, StreamError
-from sgrgym.sgr.archive.text import html_title
-from sgrgym.sgr.archive.urls import CanonRules
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, ScannedRecord, read_response, scan_warc
+from sgrgym.snapshot.stream import NotWarc, RecordStream, StreamError
+from sgrgym.snapshot.text import html_title
+from sgrgym.snapshot.urls import CanonRules
+from sgrgym.snapshot.warc import MAX_RECORD_BYTES, ScannedRecord, read_response, scan_warc
 
 WACZ_VERSION = "1.1.1"
 CDXJ_PATH = "indexes/index.cdx"  # CDXJ lines; pywb loads only *.cdx(.gz) from a WACZ
@@ -125,7 +125,7 @@ def surt(url: str) -> str:
 
     Computed by the reference implementation (the ``surt`` package), as pywb and
     ReplayWeb.page do, so that their lookups find every line. This key is for other tools'
-    indexes only: the pack's own lookups use :func:`sgrgym.sgr.archive.urls.canonical_url`.
+    indexes only: the pack's own lookups use :func:`sgrgym.snapshot.urls.canonical_url`.
     Anything the package cannot parse is only lower-cased.
     """
     try:

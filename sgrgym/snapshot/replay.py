@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urljoin
 
-from sgrgym.closing import Closing
-from sgrgym.errors import UserError
-from sgrgym.sgr.archive.index import build_index, connect, ensure_index
-from sgrgym.sgr.archive.pack import (
+from sgrgym.core.closing import Closing
+from sgrgym.core.errors import UserError
+from sgrgym.snapshot.index import build_index, connect, ensure_index
+from sgrgym.snapshot.pack import (
     Manifest,
     check_files,
     load_manifest,
@@ -37,9 +37,9 @@ from sgrgym.sgr.archive.pack import (
     pack_file,
     resolve_pack,
 )
-from sgrgym.sgr.archive.text import body_to_text
-from sgrgym.sgr.archive.urls import BadUrl, archived_url, body_key, canonical_url
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, HttpRecord, read_response
+from sgrgym.snapshot.text import body_to_text
+from sgrgym.snapshot.urls import BadUrl, archived_url, body_key, canonical_url
+from sgrgym.snapshot.warc import MAX_RECORD_BYTES, HttpRecord, read_response
 
 Match = Literal["exact", "rule", "miss"]
 MATCH_HEADER = "X-Sgrgym-Snapshot"

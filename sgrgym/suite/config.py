@@ -4,7 +4,7 @@ Without ``--config`` the embedded default (:data:`DEFAULT_CONFIG_TOML`) runs: Se
 the built-in agents × the three belief representations (section 3.1) × :data:`DEFAULT_SEEDS`
 seeds, the calibration protocol (section 3.3: 3 splits × 10 estimator seeds), and SGR with the
 oracle, default, search-only and random agents. A ``--config`` TOML file overrides any of it;
-an unknown key or a wrong value is a :class:`~sgrgym.errors.UserError` naming the file and key.
+an unknown key or a wrong value is a :class:`~sgrgym.core.errors.UserError` naming the file and key.
 The config's canonical sha256 goes into the run card.
 """
 
@@ -16,9 +16,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_json
-from sgrgym.inputs import read_text
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_json
+from sgrgym.core.inputs import read_text
 from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 
 if sys.version_info >= (3, 11):
@@ -106,7 +106,7 @@ class LLMConfig(BaseModel):
 
 class BaselineConfig(BaseModel):
     """A committed real-model recording (``baselines/``) replayed offline and checked byte for
-    byte against its committed results (:mod:`sgrgym.llm.baseline`)."""
+    byte against its committed results (:mod:`sgrgym.suite.baseline`)."""
 
     model_config = _STRICT
 
@@ -148,7 +148,7 @@ class RunConfig(BaseModel):
 
 
 DEFAULT_CONFIG_TOML = f"""\
-# sgrgym run: the embedded default (every key optional; see sgrgym/runs/config.py)
+# sgrgym run: the embedded default (every key optional; see sgrgym/suite/config.py)
 [seeker]
 agents = ["sentences", "phrases", "oracle-text"]
 beliefs = ["trajectory", "dedup", "oracle"]

@@ -6,8 +6,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sgrgym.sgr.archive.index import connect, index_path
-from sgrgym.sgr.archive.replay import Snapshot
+from sgrgym.snapshot.index import connect, index_path
+from sgrgym.snapshot.replay import Snapshot
 
 if TYPE_CHECKING:
     import duckdb

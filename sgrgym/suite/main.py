@@ -13,8 +13,8 @@ Layout of ``OUT``:
   model calls and compared byte for byte with its committed results; ``baseline/replay.json``
   records the outcome (identical, or each difference, or why the replay failed): a mismatch
   never stops the run, ``sgrgym run`` reports it (exit 1) once everything else is written;
-- ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.runs.results`);
-- ``report/``: the HTML and Markdown report (:mod:`sgrgym.report.html`);
+- ``results/``: the summary tables, recomputed from the records (:mod:`sgrgym.suite.results`);
+- ``report/``: the HTML and Markdown report (:mod:`sgrgym.suite.report.html`);
 - ``complete.json``: sha256 of every file above (``volatile``: the wall-clock timings and the
   LLM call logs, which differ between two runs), written last.
 
@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
-from sgrgym.report.output import progress
-from sgrgym.runs.config import LLMConfig, RunConfig
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.core.output import progress
 from sgrgym.runs.environment import file_hashes
 from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
+from sgrgym.suite.config import LLMConfig, RunConfig
 
 if TYPE_CHECKING:
-    from sgrgym.llm.baseline import ReplayStatus
+    from sgrgym.suite.baseline import ReplayStatus
 
 Progress = Callable[[int, int, str], None]
 
@@ -337,7 +337,7 @@ def _run_baseline(out: Path, config: RunConfig) -> None:
     the report are written all the same, and ``sgrgym run`` reports it at the end."""
     import shutil
 
-    from sgrgym.llm.baseline import ReplayStatus, load, replay, replay_status
+    from sgrgym.suite.baseline import ReplayStatus, load, replay, replay_status
 
     folder = config.baseline.folder
     target, marker = out / BASELINE, out / BASELINE / REPLAY_JSON
@@ -368,7 +368,7 @@ def _run_baseline(out: Path, config: RunConfig) -> None:
 
 def baseline_status(out: Path, config: RunConfig) -> ReplayStatus | None:
     """The recorded outcome of the run's baseline replay; None when the run has none."""
-    from sgrgym.llm.baseline import read_status
+    from sgrgym.suite.baseline import read_status
 
     marker = out / BASELINE / REPLAY_JSON
     if not config.baseline.enabled or not marker.is_file():
@@ -395,11 +395,11 @@ def run_all(
     out: Path, config: RunConfig, show_progress: bool = True, report: bool = True
 ) -> dict[str, Path]:
     """Run everything ``config`` names into ``out``; returns where each part is."""
-    from sgrgym.report.output import progress_bar
-    from sgrgym.runs.results import write_results
+    from sgrgym.core.output import progress_bar
+    from sgrgym.suite.results import write_results
 
     if report:
-        from sgrgym.report.html import require_report_extra
+        from sgrgym.suite.report.html import require_report_extra
 
         require_report_extra()
     _check_names(config)
@@ -426,7 +426,7 @@ def run_all(
             progress("Results: summary tables from the records")
             write_results(out, config)
             if report:
-                from sgrgym.report.html import write_report
+                from sgrgym.suite.report.html import write_report
 
                 progress("Report: HTML, Markdown and figures")
                 write_report([out], out / REPORT)

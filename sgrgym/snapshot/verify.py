@@ -6,8 +6,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sgrgym.errors import UserError
-from sgrgym.sgr.archive.pack import (
+from sgrgym.core.errors import UserError
+from sgrgym.snapshot.pack import (
     MANIFEST,
     check_files,
     load_manifest,
@@ -15,7 +15,7 @@ from sgrgym.sgr.archive.pack import (
     manifest_sha256,
     pack_file,
 )
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, WarcError, check_member, scan_warc
+from sgrgym.snapshot.warc import MAX_RECORD_BYTES, WarcError, check_member, scan_warc
 
 
 @dataclass

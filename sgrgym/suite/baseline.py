@@ -36,8 +36,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_file
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_file
 
 MANIFEST = "manifest.json"
 FORMAT = "sgrgym-llm-baseline"
@@ -184,7 +184,7 @@ def verify(folder: Path) -> BaselineManifest:
     if extra:
         raise UserError(
             f"{folder}: file(s) not pinned in {MANIFEST}: {', '.join(extra)} "
-            "(remove them, or re-pin with sgrgym.llm.baseline.pin_files)"
+            "(remove them, or re-pin with sgrgym.suite.baseline.pin_files)"
         )
     for name, expected in manifest.files.items():
         actual = sha256_file(folder / name)[0]

@@ -36,9 +36,9 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.runs.netguard import is_loopback, loopback_only
-from sgrgym.sgr.archive.pack import (
+from sgrgym.core.errors import UserError
+from sgrgym.core.netguard import is_loopback, loopback_only
+from sgrgym.snapshot.pack import (
     MANIFEST,
     PACK_NAME,
     WARC_DIR,
@@ -49,8 +49,8 @@ from sgrgym.sgr.archive.pack import (
     warc_files,
     write_manifest,
 )
-from sgrgym.sgr.archive.text import charset_of
-from sgrgym.sgr.archive.urls import (
+from sgrgym.snapshot.text import charset_of
+from sgrgym.snapshot.urls import (
     BadUrl,
     CanonRules,
     archived_url,
@@ -60,7 +60,7 @@ from sgrgym.sgr.archive.urls import (
     clip,
     index_key,
 )
-from sgrgym.sgr.archive.warc import WarcError, check_member, read_response, scan_warc
+from sgrgym.snapshot.warc import WarcError, check_member, read_response, scan_warc
 
 USER_AGENT = f"sgrgym/{__version__} (snapshot recorder)"
 Progress = Callable[[str], None]
@@ -321,7 +321,7 @@ class Recorder:
         if not issubclass(urllib3.connection.HTTPConnection, RecordingHTTPConnection):
             raise RuntimeError(
                 "urllib3 was imported before warcio.capture_http, so nothing would be "
-                "recorded: import sgrgym.sgr.archive.record before requests/urllib3"
+                "recorded: import sgrgym.snapshot.record before requests/urllib3"
             )
         for spec in [*self.spec.requests, *(RequestSpec(url=u) for u in self.spec.seeds)]:
             self._check_host(spec.url)

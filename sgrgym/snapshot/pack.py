@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import canonical_json, sha256_bytes, sha256_file
-from sgrgym.sgr.archive.urls import RULES_VERSION, CanonRules
-from sgrgym.sgr.archive.warc import MAX_RECORD_BYTES, scan_warc
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.snapshot.urls import RULES_VERSION, CanonRules
+from sgrgym.snapshot.warc import MAX_RECORD_BYTES, scan_warc
 
 MANIFEST = "manifest.json"
 WARC_DIR = "warc"

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 ECHO_CHARS = 120
 

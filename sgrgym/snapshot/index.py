@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
-from sgrgym.sgr.archive.pack import CACHE_DIR, Manifest, pack_file
-from sgrgym.sgr.archive.text import TEXT_MIMES, body_to_text, html_title
-from sgrgym.sgr.archive.urls import archived_url, body_key, index_key
-from sgrgym.sgr.archive.warc import ScannedRecord, WarcError, read_response, scan_warc
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
+from sgrgym.snapshot.pack import CACHE_DIR, Manifest, pack_file
+from sgrgym.snapshot.text import TEXT_MIMES, body_to_text, html_title
+from sgrgym.snapshot.urls import archived_url, body_key, index_key
+from sgrgym.snapshot.warc import ScannedRecord, WarcError, read_response, scan_warc
 
 if TYPE_CHECKING:
     import duckdb

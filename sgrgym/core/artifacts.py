@@ -18,8 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 
 CACHE_ENV = "SGRGYM_CACHE"
 

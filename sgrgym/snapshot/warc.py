@@ -21,7 +21,7 @@ from warcio.bufferedreaders import BufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.recordloader import ArcWarcRecord
 
-from sgrgym.errors import UserError
+from sgrgym.core.errors import UserError
 
 # warcio registers a brotli decoder written for brotlipy's interface, which the brotli package
 # lacks (and a failing decoder makes warcio pass the body on still compressed): brotli bodies

@@ -36,9 +36,9 @@ from collections.abc import Callable
 from urllib.parse import unquote
 
 from sgrgym import __version__
-from sgrgym.errors import UserError
-from sgrgym.sgr.archive.replay import Response, Snapshot
-from sgrgym.sgr.archive.urls import BadUrl, check_url, clip
+from sgrgym.core.errors import UserError
+from sgrgym.snapshot.replay import Response, Snapshot
+from sgrgym.snapshot.urls import BadUrl, check_url, clip
 
 REPLAY_PREFIX = "/replay/"
 MAX_REQUEST_BODY = 64 * 1024 * 1024

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sgrgym.report.output import progress, write_json
+from sgrgym.core.output import progress, write_json
 
 EXIT_MISS = 3
 EXIT_INVALID = 1
@@ -34,7 +34,7 @@ def positive_int(text: str) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     # The recorder module must be imported before anything imports requests/urllib3.
-    from sgrgym.sgr.archive.record import Recorder, read_crawl_spec, read_url_list
+    from sgrgym.snapshot.record import Recorder, read_crawl_spec, read_url_list
 
     spec = read_crawl_spec(args.crawl) if args.crawl else read_url_list(args.urls)
     result = Recorder(
@@ -55,8 +55,8 @@ def cmd_record(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.pack import resolve_pack
-    from sgrgym.sgr.archive.verify import verify_pack
+    from sgrgym.snapshot.pack import resolve_pack
+    from sgrgym.snapshot.verify import verify_pack
 
     report = verify_pack(resolve_pack(args.pack))
     if args.json:
@@ -84,7 +84,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.replay import Snapshot
+    from sgrgym.snapshot.replay import Snapshot
 
     with Snapshot.open(args.pack, rebuild_index=args.rebuild) as snapshot:
         count = len(snapshot.urls())
@@ -98,7 +98,7 @@ def _request_body(args: argparse.Namespace) -> bytes | None:
     if args.data is None:
         return None
     if args.data.startswith("@"):
-        from sgrgym.inputs import read_bytes
+        from sgrgym.core.inputs import read_bytes
 
         return read_bytes(Path(args.data[1:]), "request body file (--data @FILE)", MAX_BODY_FILE)
     text: bytes = args.data.encode("utf-8", errors="surrogateescape")
@@ -106,10 +106,10 @@ def _request_body(args: argparse.Namespace) -> bytes | None:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from sgrgym.errors import UserError
-    from sgrgym.sgr.archive.replay import Snapshot
-    from sgrgym.sgr.archive.text import body_to_text
-    from sgrgym.sgr.archive.urls import check_url
+    from sgrgym.core.errors import UserError
+    from sgrgym.snapshot.replay import Snapshot
+    from sgrgym.snapshot.text import body_to_text
+    from sgrgym.snapshot.urls import check_url
 
     check_url(args.url)
     method = args.method or ("POST" if args.data is not None else "GET")
@@ -150,9 +150,9 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from sgrgym.report.table import format_table
-    from sgrgym.sgr.archive.replay import Snapshot
-    from sgrgym.sgr.archive.search import search
+    from sgrgym.core.table import format_table
+    from sgrgym.snapshot.replay import Snapshot
+    from sgrgym.snapshot.search import search
 
     with Snapshot.open(args.pack) as snapshot:
         hits = search(snapshot, args.query, args.limit)
@@ -167,8 +167,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.replay import Snapshot
-    from sgrgym.sgr.archive.serve import serve_forever
+    from sgrgym.snapshot.replay import Snapshot
+    from sgrgym.snapshot.serve import serve_forever
 
     with Snapshot.open(args.pack) as snapshot:
         serve_forever(snapshot, args.host, args.port, ready=progress)
@@ -176,7 +176,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_export_wacz(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.wacz import export_wacz
+    from sgrgym.snapshot.wacz import export_wacz
 
     result = export_wacz(args.pack, args.out)
     print(result)
@@ -184,7 +184,7 @@ def cmd_export_wacz(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.archive.wacz import MAX_IMPORT_BYTES, import_archives
+    from sgrgym.snapshot.wacz import MAX_IMPORT_BYTES, import_archives
 
     result = import_archives(
         args.sources,

@@ -1,7 +1,7 @@
 """``sgrgym report``: a static HTML page and a Markdown file from one or more run folders.
 
 Everything is read from the run folders' records and ``results/`` (written by ``sgrgym run``);
-figures are SVG files from :mod:`sgrgym.report.figures`. Several folders appear side by side:
+figures are SVG files from :mod:`sgrgym.suite.report.figures`. Several folders appear side by side:
 tables get one row per run and agent, figures one per run. Sections and the papers' layouts:
 
 - SeekerGym (paper 000): table 3 (agent × belief, mean ± std over seeds), figure 4a
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sgrgym.errors import UserError
-from sgrgym.runs.config import RunConfig
-from sgrgym.runs.results import (
+from sgrgym.core.errors import UserError
+from sgrgym.suite.config import RunConfig
+from sgrgym.suite.results import (
     BASELINE_HEADER,
     BASELINE_JSON,
     CALIBRATION_JSON,
@@ -185,9 +185,9 @@ def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
 
 
 def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.report import figures
-    from sgrgym.report.variance import decompose
-    from sgrgym.runs.main import seeker_part
+    from sgrgym.suite.main import seeker_part
+    from sgrgym.suite.report import figures
+    from sgrgym.suite.report.variance import decompose
 
     runs = [r for r in runs if r.seeker]
     if not runs:
@@ -292,8 +292,8 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.report import figures
-    from sgrgym.runs.main import CALIBRATION
+    from sgrgym.suite.main import CALIBRATION
+    from sgrgym.suite.report import figures
 
     runs = [r for r in runs if r.calibration]
     if not runs:
@@ -355,7 +355,7 @@ def _baseline(page: Page, runs: Sequence[Run]) -> None:
 
 
 def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.report import figures
+    from sgrgym.suite.report import figures
 
     runs = [r for r in runs if r.sgr]
     if not runs:
@@ -399,7 +399,7 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
                 for run in runs for r in run.sgr])  # fmt: skip
 
     page.heading("Item-F1 vs Row-F1 per task, and appendix G categories", 3)
-    from sgrgym.runs.main import sgr_part
+    from sgrgym.suite.main import sgr_part
 
     items = []
     for run in runs:
@@ -425,7 +425,7 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.runs.main import sgr_part
+    from sgrgym.suite.main import sgr_part
 
     tasks: dict[str, list[tuple[str, str, dict[str, Any], dict[str, Any]]]] = {}
     for run in runs:

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sgrgym.errors import UserError
-from sgrgym.hashing import sha256_file
+from sgrgym.core.errors import UserError
+from sgrgym.core.hashing import sha256_file
 from sgrgym.runs.folder import COMPLETE
-from sgrgym.runs.results import compute, load_card, read_json_file, records
+from sgrgym.suite.results import compute, load_card, read_json_file, records
 
 TOLERANCE = 1e-5  # the pairs are rounded to 6 decimals; q̂ and R² recomputed from them
 
@@ -38,7 +38,7 @@ def _check(problems: list[str], where: Path, job: Callable[[], list[str]]) -> No
 
 
 def _hashes(out: Path) -> list[str]:
-    from sgrgym.runs.main import pinned_files
+    from sgrgym.suite.main import pinned_files
 
     marker = read_json_file(out / COMPLETE, "completion marker")
     if not isinstance(marker, dict) or not isinstance(marker.get("files"), dict):
@@ -118,8 +118,8 @@ def _close(a: object, b: object, tolerance: float) -> bool:
 
 
 def _estimator(folder: Path) -> list[str]:
-    from sgrgym.runs.results import _protocol
     from sgrgym.seeker.calibrate import run_protocol
+    from sgrgym.suite.results import _protocol
 
     report = read_json_file(folder / "report.json", "calibration report")
     partitions = records(folder / "partitions.jsonl", "calibration partition")
@@ -189,8 +189,8 @@ def _sgr(folder: Path) -> list[str]:
 
 def verify_run(out: Path) -> list[str]:
     """Every problem found in the run folder ``out`` (empty: it verifies)."""
-    from sgrgym.runs.main import CALIBRATION, RESULTS, seeker_part, sgr_part
-    from sgrgym.runs.results import card_config
+    from sgrgym.suite.main import CALIBRATION, RESULTS, seeker_part, sgr_part
+    from sgrgym.suite.results import card_config
 
     if not (out / COMPLETE).is_file():
         raise UserError(f"{out}: no {COMPLETE}: the run did not finish (rerun sgrgym run "
