@@ -99,7 +99,7 @@ def main() -> int:
 
     import requests_cache
 
-    from sgrgym.seeker.commands import corpus_path, store_path
+    from sgrgym.seeker.paths import corpus_path, store_path
     from sgrgym.seeker.store import PassageStore
 
     corpus = load_corpus(ROOT / corpus_path("demo"))  # the demo corpus and its store

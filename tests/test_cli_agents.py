@@ -21,8 +21,8 @@ from sgr_helpers import write_jsonl
 from toy_site import SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 
 from sgrgym.cli import main
-from sgrgym.cli_agents.profiles import load_profile, profile_names
-from sgrgym.cli_agents.tools import tool_names
+from sgrgym.sgr.cli_agents.profiles import load_profile, profile_names
+from sgrgym.sgr.cli_agents.tools import tool_names
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.tasks import load_tasks
 

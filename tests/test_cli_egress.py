@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from sgrgym.cli import main
-from sgrgym.cli_agents.egress import Egress, parse_host_port
-from sgrgym.cli_agents.profiles import fill, load_profile
-from sgrgym.cli_agents.transcripts import parse_events
 from sgrgym.core.errors import UserError
+from sgrgym.sgr.cli_agents.egress import Egress, parse_host_port
+from sgrgym.sgr.cli_agents.profiles import fill, load_profile
+from sgrgym.sgr.cli_agents.transcripts import parse_events
 
 PROBE = """
 import socket, sys, urllib.request

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from sgrgym.cli import main
+from sgrgym.cli import main, run_command
 from sgrgym.core.errors import UserError
 from sgrgym.llm.localfiles import load_manifest
 from sgrgym.seeker.embed import OnnxRunner, embedder_id
@@ -81,7 +81,7 @@ def test_replay_is_byte_identical_without_a_server_on_other_kernels(
     monkeypatch.chdir(ROOT)  # the recorded commands' task paths are relative to the root
     refuse_connections(monkeypatch)
     embedded = perturb_embeddings(monkeypatch)
-    replays = replay(BASELINE, tmp_path / "out")
+    replays = replay(BASELINE, tmp_path / "out", run_command)
     assert embedded == []
     assert [r.name for r in replays] == [run.name for run in load(BASELINE).runs]
     assert all(r.differing == () for r in replays), [(r.name, r.differing) for r in replays]

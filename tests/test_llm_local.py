@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from sgrgym.cli import llm as llm_commands
 from sgrgym.cli import main
 from sgrgym.core.errors import UserError
-from sgrgym.llm import commands as llm_commands
 from sgrgym.llm.local import BINARY_ENV, LocalServer, ServerSettings
 from sgrgym.llm.localfiles import (
     Manifest,

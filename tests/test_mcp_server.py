@@ -15,10 +15,10 @@ from sgr_helpers import write_jsonl
 from toy_site import SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 
 from sgrgym.cli import main
-from sgrgym.cli_agents.episode import STEPS, LiveEpisode, read_live, trajectory_of
-from sgrgym.cli_agents.server import build_server
-from sgrgym.cli_agents.tools import tool_specs, tools_sha256, tools_text
 from sgrgym.runs.folder import open_run_folder
+from sgrgym.sgr.cli_agents.episode import STEPS, LiveEpisode, read_live, trajectory_of
+from sgrgym.sgr.cli_agents.server import build_server
+from sgrgym.sgr.cli_agents.tools import tool_specs, tools_sha256, tools_text
 from sgrgym.sgr.env import Budget, SgrEnv
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.sites.model import site_models

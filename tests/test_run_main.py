@@ -20,7 +20,7 @@ import pytest
 from sgrgym.cli import main
 from sgrgym.core.errors import UserError
 from sgrgym.runs.folder import COMPLETE
-from sgrgym.seeker.commands import corpus_path
+from sgrgym.seeker.paths import corpus_path
 from sgrgym.suite.config import DEFAULT_CONFIG_TOML, load_config, parse_config
 from sgrgym.suite.main import VOLATILE
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from test_run_main import _results, _small_config
 
-from sgrgym.seeker.commands import corpus_path
+from sgrgym.seeker.paths import corpus_path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESTRICTED = {

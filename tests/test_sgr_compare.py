@@ -11,8 +11,8 @@ from sgr_helpers import task_record, write_jsonl
 from sgrgym.cli import main
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
-from sgrgym.sgr.commands import demo_task_files
 from sgrgym.sgr.families import load_families, paper_families
+from sgrgym.sgr.make import demo_task_files
 from sgrgym.sgr.score import score_tasks
 from sgrgym.sgr.tasks import load_tasks
 

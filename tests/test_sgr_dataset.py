@@ -11,7 +11,7 @@ import pytest
 from site_checks import PAIRS, TASKS_ROOT, reference, site_tasks
 
 from sgrgym.cli import main
-from sgrgym.sgr.commands import demo_task_files
+from sgrgym.sgr.make import demo_task_files
 from sgrgym.sgr.sites.app import TASK_SITES, load_site
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
 from sgrgym.sgr.taskstats import task_stats

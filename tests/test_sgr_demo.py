@@ -22,9 +22,9 @@ from sgrgym.sgr.agents import (
     answer_from,
 )
 from sgrgym.sgr.baselines import SearchOnlyAgent
-from sgrgym.sgr.commands import demo_task_files
 from sgrgym.sgr.diagnostics import CATEGORIES, Diagnostics, diagnose
 from sgrgym.sgr.env import SgrEnv
+from sgrgym.sgr.make import demo_task_files
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
 from sgrgym.sgr.score import ScoreReport, score_answer

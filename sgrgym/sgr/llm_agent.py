@@ -4,7 +4,7 @@ One episode is one conversation. The first message is the paper's task prompt
 (:func:`sgrgym.sgr.prompt.task_prompt`: date, instruction, output schema, the tools, the ban on
 other retrieval paths; SGR-Bench appendix C). The tools offered are the ones external agents
 get over MCP, with the same schemas, descriptions and execution code
-(:mod:`sgrgym.cli_agents.tools`): ``search``, ``fetch`` and ``pdf`` (appendix C: the CLI agents'
+(:mod:`sgrgym.sgr.cli_agents.tools`): ``search``, ``fetch`` and ``pdf`` (appendix C: the CLI agents'
 only retrieval tools) and ``submit_answer``; the site operations (``operate``) only with
 ``site_ops`` (off by default, as the paper's agents had none). Every call goes through
 :class:`~sgrgym.sgr.env.SgrEnv`, so budgets, trajectory and diagnostics are those of the
@@ -46,7 +46,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sgrgym.cli_agents.tools import (
+from sgrgym.llm.chat import CallRecord, ChatReply
+from sgrgym.llm.settings import LLMOptions
+from sgrgym.llm.toolcalls import ToolCall
+from sgrgym.llm.usage import CallMeter, LLMTotals, add_totals, totals_of
+from sgrgym.sgr.cli_agents.tools import (
     TOOLS_FILE,
     ToolCallError,
     call_tool,
@@ -54,10 +58,6 @@ from sgrgym.cli_agents.tools import (
     tool_specs,
     tools_sha256,
 )
-from sgrgym.llm.chat import CallRecord, ChatReply
-from sgrgym.llm.settings import LLMOptions
-from sgrgym.llm.toolcalls import ToolCall
-from sgrgym.llm.usage import CallMeter, LLMTotals, add_totals, totals_of
 from sgrgym.sgr.env import BudgetExceeded, Observation, SgrEnv
 from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 from sgrgym.sgr.prompt import task_prompt

@@ -50,6 +50,7 @@ _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 WHOLE_FILE = "(file)"  # the record of a .json file's difference (the file is one record)
 
 Say = Callable[[str], None]
+RunCommand = Callable[[list[str]], None]  # runs ``sgrgym ARGV``; a failure is a UserError
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
@@ -474,25 +475,17 @@ def read_status(path: Path) -> ReplayStatus:
     return _read_model(path, ReplayStatus, "baseline replay record")
 
 
-def _run_command(name: str, argv: list[str]) -> None:
+def _run_command(run_command: RunCommand, name: str, argv: list[str]) -> None:
     """Run one recorded ``sgrgym`` command; its failure is an error naming the run and why."""
-    from sgrgym.cli import build_parser
-
-    shown = " ".join(argv)
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit:  # argparse said what it refused on stderr
-        raise UserError(f"replaying {name}: this sgrgym refuses its arguments: {shown}") from None
-    try:
-        code = args.handler(args)
+        run_command(argv)
     except UserError as exc:
-        raise UserError(f"replaying {name} failed: {exc} (sgrgym {shown})") from None
-    if code != 0:
-        raise UserError(f"replaying {name} failed (exit {code}): sgrgym {shown}")
+        raise UserError(f"replaying {name} failed: {exc} (sgrgym {' '.join(argv)})") from None
 
 
-def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
-    """Replay every run of the baseline into ``out/<run>`` and compare its result files
+def replay(folder: Path, out: Path, run_command: RunCommand, say: Say = _quiet) -> list[RunReplay]:
+    """Replay every run of the baseline into ``out/<run>`` with ``run_command`` (the command
+    line's :func:`sgrgym.cli.run_command`) and compare its result files
     (:func:`compare_file`)."""
     manifest = verify(folder)
     taken = [run.name for run in manifest.runs if (out / run.name).exists()]
@@ -504,7 +497,7 @@ def replay(folder: Path, out: Path, say: Say = _quiet) -> list[RunReplay]:
         cache = unpack_cache(folder, manifest, Path(scratch))
         for run in manifest.runs:
             say(f"replaying {run.name} ...")
-            _run_command(run.name, command(run, cache, out / run.name, "replay"))
+            _run_command(run_command, run.name, command(run, cache, out / run.name, "replay"))
             compared = [
                 (
                     name,

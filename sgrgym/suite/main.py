@@ -42,7 +42,7 @@ from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
 from sgrgym.suite.config import LLMConfig, RunConfig
 
 if TYPE_CHECKING:
-    from sgrgym.suite.baseline import ReplayStatus
+    from sgrgym.suite.baseline import ReplayStatus, RunCommand
 
 Progress = Callable[[int, int, str], None]
 
@@ -91,8 +91,8 @@ class _Seeker:
 
 def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
     from sgrgym.seeker.calibrate import open_embedder, open_store, prime_passage_vectors
-    from sgrgym.seeker.commands import corpus_path, store_path
     from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.paths import corpus_path, store_path
     from sgrgym.seeker.pinned import load_pinned_corpus
 
     cfg = config.seeker
@@ -120,8 +120,8 @@ class _Sgr:
 
 
 def _open_sgr(config: RunConfig) -> _Sgr:
-    from sgrgym.sgr.commands import demo_task_files, open_sgr_run
     from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.make import demo_task_files, open_sgr_run
     from sgrgym.sgr.registry import AgentSetup
 
     cfg = config.sgr
@@ -329,7 +329,7 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
             llm.close()
 
 
-def _run_baseline(out: Path, config: RunConfig) -> None:
+def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None:
     """Replay the committed real-model baseline into ``OUT/baseline`` (seconds, no server),
     compare its results with the committed ones and record the outcome in
     ``OUT/baseline/replay.json``. A difference, or a replay that fails outright (a request
@@ -347,7 +347,7 @@ def _run_baseline(out: Path, config: RunConfig) -> None:
         shutil.rmtree(target)  # a replay cut short: start it again
     progress(f"Baseline: replaying {folder} (recorded model calls, offline)")
     try:
-        status = replay_status(folder, replay(folder, target))
+        status = replay_status(folder, replay(folder, target, run_command))
     except UserError as exc:
         try:
             runs = [run.name for run in load(folder).runs]
@@ -392,9 +392,14 @@ def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def run_all(
-    out: Path, config: RunConfig, show_progress: bool = True, report: bool = True
+    out: Path,
+    config: RunConfig,
+    run_command: RunCommand,
+    show_progress: bool = True,
+    report: bool = True,
 ) -> dict[str, Path]:
-    """Run everything ``config`` names into ``out``; returns where each part is."""
+    """Run everything ``config`` names into ``out``; returns where each part is.
+    ``run_command`` runs a recorded ``sgrgym`` command (the baseline replay's)."""
     from sgrgym.core.output import progress_bar
     from sgrgym.suite.results import write_results
 
@@ -422,7 +427,7 @@ def run_all(
             if sgr is not None:
                 _run_sgr(out, config, sgr, bar)
             if config.baseline.enabled:
-                _run_baseline(out, config)
+                _run_baseline(out, config, run_command)
             progress("Results: summary tables from the records")
             write_results(out, config)
             if report:

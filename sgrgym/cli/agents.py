@@ -14,12 +14,12 @@ from typing import Any
 
 def _world(args: argparse.Namespace) -> tuple[list[Path], list[Any], Any, Any, Any]:
     """(task files, tasks, snapshot, site models, renderer) as ``sgr run`` opens them."""
-    from sgrgym.sgr.commands import _load_tasks, _open_pack, _renderer, demo_task_files
+    from sgrgym.sgr.make import demo_task_files, load_tasks, open_pack, page_renderer
 
     files = list(args.tasks or demo_task_files())
-    tasks = _load_tasks(files)
-    snapshot, models = _open_pack(args.pack)
-    return files, tasks, snapshot, models, _renderer(snapshot, args.no_render)
+    tasks = load_tasks(files)
+    snapshot, models = open_pack(args.pack)
+    return files, tasks, snapshot, models, page_renderer(snapshot, args.no_render)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -27,12 +27,16 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
     from sgrgym.core.errors import UserError
     from sgrgym.runs.folder import open_run_folder
+    from sgrgym.sgr.cli_agents.episode import (
+        SESSION_CLOSED,
+        LiveEpisode,
+        McpRunCard,
+        episode_prompt,
+    )
+    from sgrgym.sgr.cli_agents.server import budget_watch, build_server, serve_stdio
+    from sgrgym.sgr.cli_agents.tools import tools_sha256
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import SCORES, answered, finish_run, record_episode, run_card
-
-    from .episode import SESSION_CLOSED, LiveEpisode, McpRunCard, episode_prompt
-    from .server import budget_watch, build_server, serve_stdio
-    from .tools import tools_sha256
 
     files, tasks, snapshot, models, renderer = _world(args)
     task = next((t for t in tasks if t.task_id == args.task), None)
@@ -124,7 +128,7 @@ def add_commands(areas: Any) -> None:
         "--print-prompt", action="store_true",
         help="print the task prompt for this episode (appendix C) and exit",
     )  # fmt: skip
-    from sgrgym.sgr.commands import add_budget_options
+    from sgrgym.cli.options import add_budget_options
 
     add_budget_options(mcp)
     mcp.set_defaults(handler=cmd_mcp)
@@ -149,15 +153,14 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
 
     from sgrgym.core.errors import UserError
     from sgrgym.core.output import progress_bar, write_json
+    from sgrgym.sgr.cli_agents.egress import Egress, parse_host_port
+    from sgrgym.sgr.cli_agents.episode import episode_prompt
+    from sgrgym.sgr.cli_agents.profiles import load_profile
+    from sgrgym.sgr.cli_agents.runner import CliRunCard, CliSettings, run_cli_tasks
+    from sgrgym.sgr.cli_agents.tools import tools_sha256
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import run_card
     from sgrgym.sgr.score_table import render_report
-
-    from .egress import Egress, parse_host_port
-    from .episode import episode_prompt
-    from .profiles import load_profile
-    from .runner import CliRunCard, CliSettings, run_cli_tasks
-    from .tools import tools_sha256
 
     profile, profile_sha256 = load_profile(args.agent[len("cli:") :])
     if not args.base_url or not args.model:
@@ -206,7 +209,7 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
 
 def add_cli_run_options(run: argparse.ArgumentParser) -> None:
     """The options of ``sgr run --agent cli:NAME`` (agent CLIs)."""
-    from sgrgym.sgr.commands import _positive_float, _positive_int
+    from sgrgym.cli.options import positive_int, positive_seconds
 
     group = run.add_argument_group(
         "agent CLIs (--agent cli:NAME)",
@@ -237,11 +240,11 @@ def add_cli_run_options(run: argparse.ArgumentParser) -> None:
         help="run the CLI without the network namespace (it can then reach any address)",
     )  # fmt: skip
     group.add_argument(
-        "--jobs", type=_positive_int, default=1,
+        "--jobs", type=positive_int, default=1,
         help="sessions at once (results identical to --jobs 1 but for timings)",
     )  # fmt: skip
     group.add_argument(
-        "--poll-s", type=_positive_float, default=5.0,
+        "--poll-s", type=positive_seconds, default=5.0,
         help="seconds between answer and progress polls (default: 5, appendix C)",
     )  # fmt: skip
     group.add_argument(

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from sgrgym.snapshot.commands import port_number, positive_int
+from sgrgym.cli.options import port_number, positive_int
 
 LOCAL_PORT = 8080  # sgrgym.llm.options.LOCAL_PORT (that module imports pydantic: not at start-up)
 
@@ -96,9 +96,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_replay_baseline(args: argparse.Namespace) -> int:
+    from sgrgym.cli import run_command
     from sgrgym.suite.baseline import difference_lines, flat, replay
 
-    replays = replay(args.folder, args.out, say=_say)
+    replays = replay(args.folder, args.out, run_command, say=_say)
     for run in replays:
         state = "identical" if not run.differing else "DIFFERENT: " + ", ".join(run.differing)
         print(f"{run.name}\t{state}\t{run.out}")

@@ -11,7 +11,7 @@ connects to the real ``HOST:PORT``.
 Bytes are relayed unchanged, so TLS to a paid API works end to end and the CLI keeps using the
 endpoint's own URL. The MCP server runs inside the same namespace; it needs no network.
 
-Run as a module (``python -m sgrgym.cli_agents.egress --forward ADDR:PORT=SOCKET ... --
+Run as a module (``python -m sgrgym.sgr.cli_agents.egress --forward ADDR:PORT=SOCKET ... --
 COMMAND``) it is the in-namespace half: it brings the loopback up, mounts the hosts file,
 starts the relays and runs the command, returning its exit status.
 """
@@ -133,7 +133,7 @@ class Egress:
         forwards = []
         for (host, port), path in self.sockets.items():
             forwards += ["--forward", f"{host}:{port}={path}"]
-        inner = [sys.executable, "-m", "sgrgym.cli_agents.egress", *forwards, "--", *argv]
+        inner = [sys.executable, "-m", "sgrgym.sgr.cli_agents.egress", *forwards, "--", *argv]
         return ["unshare", "--net", "--mount", "--propagation", "private", "--", *inner]
 
 
@@ -186,7 +186,7 @@ def _inside(forwards: list[str], command: list[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sgrgym.cli_agents.egress")
+    parser = argparse.ArgumentParser(prog="python -m sgrgym.sgr.cli_agents.egress")
     parser.add_argument("--forward", action="append", default=[], metavar="HOST:PORT=SOCKET")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)

@@ -17,12 +17,12 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from sgrgym.cli_agents import commands as cli_agent_commands
-    from sgrgym.llm import commands as llm_commands
-    from sgrgym.seeker import commands as seeker_commands
-    from sgrgym.sgr import commands as sgr_commands
-    from sgrgym.snapshot import commands as snapshot_commands
-    from sgrgym.suite import commands as run_commands
+    from sgrgym.cli import agents as cli_agent_commands
+    from sgrgym.cli import llm as llm_commands
+    from sgrgym.cli import seeker as seeker_commands
+    from sgrgym.cli import sgr as sgr_commands
+    from sgrgym.cli import snapshot as snapshot_commands
+    from sgrgym.cli import suite as run_commands
 
     parser = argparse.ArgumentParser(
         prog="sgrgym",
@@ -37,6 +37,20 @@ def build_parser() -> argparse.ArgumentParser:
     cli_agent_commands.add_commands(areas)
     llm_commands.add_commands(areas)
     return parser
+
+
+def run_command(argv: Sequence[str]) -> None:
+    """Run ``sgrgym ARGV`` in this process (a recorded command being replayed); arguments
+    this version refuses, an error or a non-zero exit are a UserError."""
+    shown = " ".join(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit:  # argparse said what it refused on stderr
+        raise UserError(f"this sgrgym refuses the arguments: {shown}") from None
+    handler: Handler = args.handler
+    code = handler(args)
+    if code != 0:
+        raise UserError(f"exit {code}: sgrgym {shown}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,23 +12,7 @@ from typing import Any
 
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
-
-DEMO = "demo"
-DEMO_CORPUS = "djangodocs"
-DEFAULT_MODEL = "minilm-l6-onnx"
-DEFAULT_THETA = (
-    0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
-)
-
-
-def corpus_path(name: str) -> Path:
-    """Where a named corpus is built (its text is never committed)."""
-    return Path("tasks/seeker") / (DEMO_CORPUS if name == DEMO else name) / "corpus.jsonl"
-
-
-def store_path(corpus: str, model: str) -> Path:
-    name = DEMO_CORPUS if corpus == DEMO else corpus
-    return Path("embeddings") / f"{name}__{model.replace(':', '-')}"
+from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
 
 
 def cmd_build_corpus(args: argparse.Namespace) -> int:

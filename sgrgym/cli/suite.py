@@ -36,7 +36,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         config = config.model_copy(
             update={"baseline": config.baseline.model_copy(update={"enabled": False})}
         )
-    places = run_all(args.out, config, show_progress=not args.quiet, report=not args.no_report)
+    from sgrgym.cli import run_command
+
+    places = run_all(
+        args.out, config, run_command, show_progress=not args.quiet, report=not args.no_report
+    )
     _print_places(places)
     status = baseline_status(args.out, config)
     if status is None or status.identical:

@@ -37,7 +37,7 @@ class ToolCallError(ValueError):
 
 
 def tools_text() -> str:
-    return (resources.files("sgrgym.cli_agents") / TOOLS_FILE).read_text("utf-8")
+    return (resources.files("sgrgym.sgr.cli_agents") / TOOLS_FILE).read_text("utf-8")
 
 
 def tools_sha256() -> str:

@@ -11,25 +11,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from sgrgym.cli.options import port_number, positive_int
 from sgrgym.core.output import progress, write_json
 
 EXIT_MISS = 3
 EXIT_INVALID = 1
 MAX_BODY_FILE = 64 * 1024 * 1024  # a request body read from --data @FILE
-
-
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 (any free port) to 65535."""
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0 to 65535)")
-    return int(text)
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number of at least 1")
-    return int(text)
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -7,7 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sgrgym.cli.options import add_budget_options, positive_int
 from sgrgym.core.output import progress, write_json
+from sgrgym.sgr.make import (
+    DEFAULT_TASKS_DIR,
+    demo_task_files,
+    load_tasks,
+    open_pack,
+    open_sgr_run,
+    page_renderer,
+)
 
 
 def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
@@ -16,23 +25,12 @@ def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
     return load_row_keys(args.row_keys) if args.row_keys else None
 
 
-def _load_tasks(
-    files: list[Path], row_keys: dict[str, list[str]] | None = None, strict: bool = False
-) -> list[Any]:
-    """Load task files; those under tasks/sgr/ are first checked against their pins."""
-    from sgrgym.sgr.task_pins import check_demo_task_files
-    from sgrgym.sgr.tasks import load_tasks
-
-    check_demo_task_files(files)
-    return load_tasks(files, row_keys, strict=strict)
-
-
 def cmd_sgr_score(args: argparse.Namespace) -> int:
     from sgrgym.sgr.families import load_families
     from sgrgym.sgr.score import load_predictions, score_tasks
     from sgrgym.sgr.score_table import render_report
 
-    tasks = _load_tasks(args.tasks, _row_keys(args), strict=args.strict)
+    tasks = load_tasks(args.tasks, _row_keys(args), strict=args.strict)
     families = load_families(args.families)
     answers = load_predictions(args.predictions)
     report = score_tasks(tasks, answers, families)
@@ -58,7 +56,7 @@ def cmd_sgr_tasks(args: argparse.Namespace) -> int:
         load_tasks(demo_task_files())
         pins = write_pins(demo_task_files())
         progress(f"pinned {len(pins.files)} demo task files in {DEFAULT_TASKS_DIR}/manifest.json")
-    tasks = _load_tasks(args.tasks, _row_keys(args), strict=args.strict)
+    tasks = load_tasks(args.tasks, _row_keys(args), strict=args.strict)
     if args.stats:
         from sgrgym.sgr.taskstats import render_stats, task_stats
 
@@ -135,44 +133,11 @@ def cmd_sgr_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
-    return int(text)
-
-
-DEFAULT_TASKS_DIR = Path("tasks/sgr")
-
-
-def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:
-    """The demo task files: ``<root>/<site>/constraint.jsonl`` and ``goal.jsonl``, by site."""
-    files = []
-    for site_dir in sorted(p for p in root.glob("*") if p.is_dir()):
-        files += [
-            f for f in (site_dir / "constraint.jsonl", site_dir / "goal.jsonl") if f.is_file()
-        ]
-    if not files:
-        from sgrgym.core.errors import UserError
-
-        raise UserError(f"no task files under {root}/<site>/ (constraint.jsonl, goal.jsonl)")
-    return files
-
-
 def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
     from sgrgym.sgr.sites.app import SITES, load_site
     from sgrgym.sgr.sites.build import build_pack
 
-    tasks = _load_tasks(args.tasks or demo_task_files())
+    tasks = load_tasks(args.tasks or demo_task_files())
     apps = [load_site(name) for name in args.sites or sorted(SITES)]
     pin = args.pin or Path("snapshots") / args.pack / "manifest.json"  # the committed pin
     result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress, pin)
@@ -186,24 +151,6 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
         f"manifest sha256 {result.manifest_sha256}"
     )
     return 0
-
-
-def _open_pack(spec: str) -> tuple[Any, Any]:
-    from sgrgym.core.errors import UserError
-    from sgrgym.sgr.sites.model import site_models
-    from sgrgym.snapshot.replay import Snapshot
-
-    snapshot = Snapshot.open(spec)
-    models = site_models(snapshot.manifest.sites, str(snapshot.pack_dir / "manifest.json"))
-    if not models:
-        raise UserError(f"{spec}: this pack holds no site models (build it with sgr build-packs)")
-    return snapshot, models
-
-
-def _renderer(snapshot: Any, no_render: bool) -> Any:
-    from sgrgym.sgr.render import load_renderer
-
-    return None if no_render else load_renderer(snapshot)
 
 
 LLM_AGENT = "llm"  # a chat model calling the tools (sgrgym.sgr.llm_agent); cli:NAME: a CLI
@@ -220,30 +167,9 @@ def _agent_name(text: str) -> str:
     )
 
 
-def open_sgr_run(
-    pack: str, files: list[Path], budget: Any, current_date: str, no_render: bool
-) -> tuple[Any, list[Any], dict[str, Any]]:
-    """(environment, tasks, reference paths by task id) for a run over ``pack``: tasks
-    checked against their pins, references against the pack's site models."""
-    from sgrgym.sgr.env import SgrEnv
-    from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
-
-    tasks = _load_tasks(files)
-    snapshot, models = _open_pack(pack)
-    references: dict[str, Reference] = {}
-    for task in tasks:
-        reference = reference_of(task)
-        if reference is not None:
-            references[task.task_id] = reference
-    check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
-    renderer = _renderer(snapshot, no_render)
-    env = SgrEnv(snapshot, models, budget, current_date=current_date, renderer=renderer)
-    return env, tasks, references
-
-
 def cmd_sgr_run(args: argparse.Namespace) -> int:
     if args.agent.startswith("cli:"):
-        from sgrgym.cli_agents.commands import cmd_cli_run
+        from sgrgym.cli.agents import cmd_cli_run
 
         return cmd_cli_run(args)
     from sgrgym.core.output import progress_bar
@@ -324,10 +250,10 @@ def cmd_sgr_findability(args: argparse.Namespace) -> int:
     from sgrgym.sgr.sites.reference import reference_of
     from sgrgym.sgr.websearch import WebSearch, findability
 
-    tasks = _load_tasks(args.tasks or demo_task_files())
-    snapshot, models = _open_pack(args.pack)
+    tasks = load_tasks(args.tasks or demo_task_files())
+    snapshot, models = open_pack(args.pack)
     with snapshot:
-        sim = Simulator(snapshot, models, _renderer(snapshot, args.no_render))
+        sim = Simulator(snapshot, models, page_renderer(snapshot, args.no_render))
         web = WebSearch.for_simulator(sim)
         results = []
         for task in tasks:
@@ -363,14 +289,14 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
     from sgrgym.core.errors import UserError
     from sgrgym.sgr.sites.reference import answer_states, check_references, reference_of, walk
 
-    tasks = {t.task_id: t for t in _load_tasks(args.tasks or demo_task_files())}
+    tasks = {t.task_id: t for t in load_tasks(args.tasks or demo_task_files())}
     task = tasks.get(args.task)
     if task is None:
         raise UserError(f"no task {args.task!r}; tasks: {', '.join(sorted(tasks))}")
     reference = reference_of(task)
     if reference is None:
         raise UserError(f"task {args.task} has no reference path")
-    snapshot, models = _open_pack(args.pack)
+    snapshot, models = open_pack(args.pack)
     with snapshot:
         model = models.get(reference.site)
         if model is None:
@@ -427,16 +353,16 @@ def _add_llm_run_options(run: argparse.ArgumentParser) -> None:
         "as --llm-model.",
     )  # fmt: skip
     group.add_argument(
-        "--llm-max-turns", type=_positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
+        "--llm-max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
         help="model calls per episode before it ends as 'budget: model turns' "
         "(default: %(default)s)",
     )  # fmt: skip
     group.add_argument(
-        "--llm-result-chars", type=_positive_int, default=DEFAULT_RESULT_CHARS, metavar="N",
+        "--llm-result-chars", type=positive_int, default=DEFAULT_RESULT_CHARS, metavar="N",
         help="characters of each tool result the model sees (default: %(default)s)",
     )  # fmt: skip
     group.add_argument(
-        "--llm-keep-results", type=_positive_int, default=DEFAULT_KEEP_RESULTS, metavar="N",
+        "--llm-keep-results", type=positive_int, default=DEFAULT_KEEP_RESULTS, metavar="N",
         help="tool results kept in full in the conversation; older ones are replaced by a "
         "note (default: %(default)s)",
     )  # fmt: skip
@@ -450,22 +376,6 @@ _FAMILIES_HELP = (
     'JSON object {"DOMAIN": "family", ...} adding to or overriding the shipped '
     "domain-to-source-family map"
 )
-
-
-def add_budget_options(parser: argparse.ArgumentParser) -> None:
-    """The watchdog budgets of an SGR episode (`sgr run`, `sgrgym mcp`)."""
-    parser.add_argument(
-        "--max-tool-calls", type=_positive_int, default=None,
-        help="optional cap on tool calls (default: none)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-wall-s", type=_positive_float, default=6000.0,
-        help="wall time per task (default: 6000, appendix C)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--stall-s", type=_positive_float, default=3000.0,
-        help="stop a task after this long without a tool call (default: 3000, appendix C)",
-    )  # fmt: skip
 
 
 def add_commands(areas: Any) -> None:
@@ -610,7 +520,7 @@ def add_commands(areas: Any) -> None:
         help="seed of the random/explore agents, and sent with the LLM agent's requests",
     )  # fmt: skip
     run.add_argument(
-        "--random-steps", type=_positive_int, default=4,
+        "--random-steps", type=positive_int, default=4,
         help="links the random agent follows / operations the explore agent makes",
     )  # fmt: skip
     add_budget_options(run)
@@ -621,7 +531,7 @@ def add_commands(areas: Any) -> None:
     run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
-    from sgrgym.cli_agents.commands import add_cli_run_options
+    from sgrgym.cli.agents import add_cli_run_options
 
     add_cli_run_options(run)
     _add_llm_run_options(run)
@@ -661,7 +571,7 @@ def add_commands(areas: Any) -> None:
     )
     find.add_argument("--pack", default="demo")
     find.add_argument("--tasks", nargs="+", type=Path, metavar="FILE")
-    find.add_argument("--depth", type=_positive_int, default=50, help="results checked per query")
+    find.add_argument("--depth", type=positive_int, default=50, help="results checked per query")
     find.add_argument("--no-render", action="store_true", help="archived pages only")
     find.add_argument("--json", action="store_true")
     find.set_defaults(handler=cmd_sgr_findability)

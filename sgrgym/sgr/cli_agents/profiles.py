@@ -62,7 +62,7 @@ class Profile(BaseModel):
 
 
 def profile_names() -> list[str]:
-    folder = resources.files("sgrgym.cli_agents") / "profiles"
+    folder = resources.files("sgrgym.sgr.cli_agents") / "profiles"
     return sorted(p.name[: -len(".json")] for p in folder.iterdir() if p.name.endswith(".json"))
 
 
@@ -74,7 +74,7 @@ def load_profile(name_or_file: str) -> tuple[Profile, str]:
             raise UserError(f"{path}: no such profile file")
         data, where = path.read_bytes(), str(path)
     else:
-        entry = resources.files("sgrgym.cli_agents") / "profiles" / f"{name_or_file}.json"
+        entry = resources.files("sgrgym.sgr.cli_agents") / "profiles" / f"{name_or_file}.json"
         if not entry.is_file():
             raise UserError(
                 f"cli:{name_or_file}: no such agent CLI profile; profiles: "

@@ -1,0 +1,52 @@
+"""Argument types and option groups shared by the commands."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (any free port) to 65535."""
+    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0 to 65535)")
+    return int(text)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number of at least 1")
+    return int(text)
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
+
+
+def add_budget_options(parser: argparse.ArgumentParser) -> None:
+    """The watchdog budgets of an SGR episode (`sgr run`, `sgrgym mcp`)."""
+    parser.add_argument(
+        "--max-tool-calls",
+        type=positive_int,
+        default=None,
+        help="optional cap on tool calls (default: none)",
+    )
+    parser.add_argument(
+        "--max-wall-s",
+        type=positive_seconds,
+        default=6000.0,
+        help="wall time per task (default: 6000, appendix C)",
+    )
+    parser.add_argument(
+        "--stall-s",
+        type=positive_seconds,
+        default=3000.0,
+        help="stop a task after this long without a tool call (default: 3000, appendix C)",
+    )

@@ -1,0 +1,23 @@
+"""Where SeekerGym's built corpora and passage stores live, by name (no heavy import: the
+command line reads these at start-up)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEMO = "demo"
+DEMO_CORPUS = "djangodocs"
+DEFAULT_MODEL = "minilm-l6-onnx"
+DEFAULT_THETA = (
+    0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
+)
+
+
+def corpus_path(name: str) -> Path:
+    """Where a named corpus is built (its text is never committed)."""
+    return Path("tasks/seeker") / (DEMO_CORPUS if name == DEMO else name) / "corpus.jsonl"
+
+
+def store_path(corpus: str, model: str) -> Path:
+    name = DEMO_CORPUS if corpus == DEMO else corpus
+    return Path("embeddings") / f"{name}__{model.replace(':', '-')}"
