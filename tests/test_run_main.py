@@ -22,7 +22,7 @@ from sgrgym.core.errors import UserError
 from sgrgym.runs.folder import COMPLETE
 from sgrgym.seeker.paths import corpus_path
 from sgrgym.suite.config import DEFAULT_CONFIG_TOML, load_config, parse_config
-from sgrgym.suite.main import VOLATILE
+from sgrgym.suite.layout import VOLATILE
 
 ROOT = Path(__file__).resolve().parents[1]
 

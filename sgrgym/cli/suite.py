@@ -13,7 +13,8 @@ SHOWN_DIFFERENCES = 8  # baseline differences printed by `sgrgym run`; replay.js
 def cmd_run(args: argparse.Namespace) -> int:
     from sgrgym.core.errors import UserError
     from sgrgym.suite.config import load_config
-    from sgrgym.suite.main import BASELINE, REPLAY_JSON, baseline_status, run_all
+    from sgrgym.suite.layout import BASELINE, REPLAY_JSON, baseline_status
+    from sgrgym.suite.main import run_all
 
     config = load_config(args.config)
     special = [a for a in args.agent or [] if a == "llm" or a.startswith("cli:")]
@@ -70,7 +71,7 @@ def _print_places(places: dict[str, Path]) -> None:
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
-    from sgrgym.suite.main import BASELINE, REPLAY_JSON, baseline_status
+    from sgrgym.suite.layout import BASELINE, REPLAY_JSON, baseline_status
     from sgrgym.suite.results import card_config
     from sgrgym.suite.verify import verify_run
 

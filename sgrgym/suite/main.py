@@ -35,27 +35,28 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from sgrgym.core.errors import UserError
-from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.output import progress
 from sgrgym.runs.environment import file_hashes
-from sgrgym.runs.folder import COMPLETE, LOCK, open_run_folder
+from sgrgym.runs.folder import COMPLETE, open_run_folder
 from sgrgym.suite.config import LLMConfig, RunConfig
+from sgrgym.suite.layout import (
+    BASELINE,
+    CALIBRATION,
+    REPLAY_JSON,
+    REPORT,
+    RESULTS,
+    SEEKER,
+    SGR,
+    pinned_files,
+    seeker_part,
+    sgr_part,
+)
 
 if TYPE_CHECKING:
-    from sgrgym.suite.baseline import ReplayStatus, RunCommand
+    from sgrgym.suite.baseline import RunCommand
 
 Progress = Callable[[int, int, str], None]
-
-SEEKER = "seeker"
-CALIBRATION = "calibration"
-SGR = "sgr"
-RESULTS = "results"
-REPORT = "report"
-BASELINE = "baseline"
-REPLAY_JSON = "replay.json"  # in BASELINE: the outcome of the replay
-# What differs between two runs of one config: wall-clock seconds, and the LLM call log (cache
-# hits and network attempts: a record and its replay differ there, and only there).
-VOLATILE = ("timings.jsonl", "llm_run.json")
 
 
 class TopCard(BaseModel):
@@ -69,14 +70,6 @@ class TopCard(BaseModel):
     endpoints: list[str]  # LLM endpoints (none for the built-in agents)
     manifests: dict[str, dict[str, str]]  # label -> path and sha256 of every file used
     tool_schemas_sha256: str | None
-
-
-def seeker_part(agent: str, belief: str) -> str:
-    return f"{SEEKER}/{agent}__{belief}"
-
-
-def sgr_part(agent: str) -> str:
-    return f"{SGR}/{agent}"
 
 
 @dataclass
@@ -364,31 +357,6 @@ def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None
     tmp = marker.with_name(REPLAY_JSON + ".tmp")
     tmp.write_text(canonical_json(status.model_dump(mode="json")), encoding="utf-8")
     tmp.replace(marker)
-
-
-def baseline_status(out: Path, config: RunConfig) -> ReplayStatus | None:
-    """The recorded outcome of the run's baseline replay; None when the run has none."""
-    from sgrgym.suite.baseline import read_status
-
-    marker = out / BASELINE / REPLAY_JSON
-    if not config.baseline.enabled or not marker.is_file():
-        return None
-    return read_status(marker)
-
-
-def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(sha256 of every result and record file, sha256 of the volatile timing files) under
-    ``out``; locks, temporary files and the top completion marker are left out."""
-    files: dict[str, str] = {}
-    volatile: dict[str, str] = {}
-    for path in sorted(out.rglob("*")):
-        rel = path.relative_to(out).as_posix()
-        if not path.is_file() or path.name == LOCK or path.name.endswith(".tmp"):
-            continue
-        if rel == COMPLETE:
-            continue
-        (volatile if path.name in VOLATILE else files)[rel] = sha256_file(path)[0]
-    return files, volatile
 
 
 def run_all(

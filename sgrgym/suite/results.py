@@ -204,7 +204,7 @@ def sgr_row(folder: Path, agent: str) -> dict[str, Any]:
 
 def compute(out: Path, config: RunConfig) -> dict[str, str]:
     """File name -> text of every results file of the run folder ``out``."""
-    from sgrgym.suite.main import CALIBRATION, seeker_part, sgr_part
+    from sgrgym.suite.layout import CALIBRATION, seeker_part, sgr_part
 
     texts: dict[str, str] = {}
     tables: list[str] = []
@@ -246,7 +246,7 @@ def baseline_entry(out: Path) -> dict[str, Any]:
     """The baseline replay's outcome as ``baseline/replay.json`` records it: identical or
     not, why a replay failed, the files that differ, how many differences, the listed ones."""
     from sgrgym.suite.baseline import read_status
-    from sgrgym.suite.main import BASELINE, REPLAY_JSON
+    from sgrgym.suite.layout import BASELINE, REPLAY_JSON
 
     marker = out / BASELINE / REPLAY_JSON
     if not marker.is_file():

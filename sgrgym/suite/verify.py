@@ -38,7 +38,7 @@ def _check(problems: list[str], where: Path, job: Callable[[], list[str]]) -> No
 
 
 def _hashes(out: Path) -> list[str]:
-    from sgrgym.suite.main import pinned_files
+    from sgrgym.suite.layout import pinned_files
 
     marker = read_json_file(out / COMPLETE, "completion marker")
     if not isinstance(marker, dict) or not isinstance(marker.get("files"), dict):
@@ -189,7 +189,7 @@ def _sgr(folder: Path) -> list[str]:
 
 def verify_run(out: Path) -> list[str]:
     """Every problem found in the run folder ``out`` (empty: it verifies)."""
-    from sgrgym.suite.main import CALIBRATION, RESULTS, seeker_part, sgr_part
+    from sgrgym.suite.layout import CALIBRATION, RESULTS, seeker_part, sgr_part
     from sgrgym.suite.results import card_config
 
     if not (out / COMPLETE).is_file():

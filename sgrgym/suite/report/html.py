@@ -185,7 +185,7 @@ def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
 
 
 def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.suite.main import seeker_part
+    from sgrgym.suite.layout import seeker_part
     from sgrgym.suite.report import figures
     from sgrgym.suite.report.variance import decompose
 
@@ -292,7 +292,7 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.suite.main import CALIBRATION
+    from sgrgym.suite.layout import CALIBRATION
     from sgrgym.suite.report import figures
 
     runs = [r for r in runs if r.calibration]
@@ -399,7 +399,7 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
                 for run in runs for r in run.sgr])  # fmt: skip
 
     page.heading("Item-F1 vs Row-F1 per task, and appendix G categories", 3)
-    from sgrgym.suite.main import sgr_part
+    from sgrgym.suite.layout import sgr_part
 
     items = []
     for run in runs:
@@ -425,7 +425,7 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.suite.main import sgr_part
+    from sgrgym.suite.layout import sgr_part
 
     tasks: dict[str, list[tuple[str, str, dict[str, Any], dict[str, Any]]]] = {}
     for run in runs:
