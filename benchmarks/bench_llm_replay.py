@@ -104,8 +104,10 @@ def main() -> int:
 
     corpus = load_corpus(ROOT / corpus_path("demo"))  # the demo corpus and its store
     store = PassageStore.open(ROOT / store_path("demo", "minilm-l6-onnx"))
-    model = OnnxMiniLM(ROOT / "embeddings/models/all-MiniLM-L6-v2",
-                       manifest_path=ROOT / "embeddings/models/manifest.json")  # fmt: skip
+    model = OnnxMiniLM(
+        ROOT / "embeddings/models/all-MiniLM-L6-v2",
+        manifest_path=ROOT / "embeddings/models/manifest.json",
+    )
     docs = [d.id for d in corpus.documents][: args.docs]
     result: dict[str, Any] = {"docs": len(docs), "seeds": args.seeds, "steps": args.steps}
     with tempfile.TemporaryDirectory() as tmp_dir:
@@ -166,19 +168,27 @@ def main() -> int:
     overhead = [m - b for m, b in zip(meter_t, bare_t, strict=True)]
     result["overhead_p50_ms"] = 1000 * statistics.median(overhead)
     result["ratio_meter_over_bare_p50"] = statistics.median(meter_t) / statistics.median(bare_t)
-    print(f"LLM replay: {calls} calls ({result['distinct_requests']} distinct), {len(docs)} "
-          f"documents x {args.seeds} seeds x {args.steps} steps, demo corpus")  # fmt: skip
+    print(
+        f"LLM replay: {calls} calls ({result['distinct_requests']} distinct), {len(docs)} "
+        f"documents x {args.seeds} seeds x {args.steps} steps, demo corpus"
+    )
     ratio = result["replay_s"] / result["baseline_s"]
-    print(f"  record {result['record_s']:.2f} s; replay {result['replay_s']:.2f} s "
-          f"(goal <= 3 s), byte-identical: {same}; the same queries without the model: "
-          f"{result['baseline_s']:.2f} s ({ratio:.1f}x)")  # fmt: skip
-    for label, key in (("bare requests-cache lookup", "bare_lookup"),
-                       ("ChatClient.complete", "chat_client"),
-                       ("CallMeter.complete", "call_meter")):  # fmt: skip
+    print(
+        f"  record {result['record_s']:.2f} s; replay {result['replay_s']:.2f} s "
+        f"(goal <= 3 s), byte-identical: {same}; the same queries without the model: "
+        f"{result['baseline_s']:.2f} s ({ratio:.1f}x)"
+    )
+    for label, key in (
+        ("bare requests-cache lookup", "bare_lookup"),
+        ("ChatClient.complete", "chat_client"),
+        ("CallMeter.complete", "call_meter"),
+    ):
         p = result[key]
         print(f"  {label:27} p50 {p['p50_ms']:.3f} ms  p95 {p['p95_ms']:.3f} ms")
-    print(f"  harness overhead per call p50 {result['overhead_p50_ms']:.3f} ms (goal <= 1 ms); "
-          f"meter / bare = {result['ratio_meter_over_bare_p50']:.1f}x")  # fmt: skip
+    print(
+        f"  harness overhead per call p50 {result['overhead_p50_ms']:.3f} ms (goal <= 1 ms); "
+        f"meter / bare = {result['ratio_meter_over_bare_p50']:.1f}x"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -121,13 +121,15 @@ def tool_calls(url: str, model: str, seeds: int) -> dict[str, Any]:
     first = ""
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}]
     with tempfile.TemporaryDirectory() as tmp:
-        client = ChatClient(url, f"local:{model}", cache_path=Path(tmp) / "c.sqlite",
-                            mode="refresh")  # fmt: skip
+        client = ChatClient(
+            url, f"local:{model}", cache_path=Path(tmp) / "c.sqlite", mode="refresh"
+        )
         with client:
             for seed in range(seeds):
                 temperature = 0.0 if seed == 0 else 0.8
-                reply = client.complete(messages, seed=seed, temperature=temperature,
-                                        max_tokens=96, tools=TOOLS)  # fmt: skip
+                reply = client.complete(
+                    messages, seed=seed, temperature=temperature, max_tokens=96, tools=TOOLS
+                )
                 counts[reply.tool_call_source] += 1
                 if seed == 0:
                     first = reply.text or json.dumps([c.model_dump() for c in reply.tool_calls])
@@ -167,9 +169,12 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=6)
     parser.add_argument("--json", type=Path, metavar="FILE")
     parser.add_argument(
-        "--parts", nargs="*", choices=["speed", "tools"], default=["speed", "tools"],
+        "--parts",
+        nargs="*",
+        choices=["speed", "tools"],
+        default=["speed", "tools"],
         help="what to measure besides determinism (default: both)",
-    )  # fmt: skip
+    )
     parser.add_argument("--no-prompt-cache", action="store_true", help="serve with it off")
     args = parser.parse_args()
     results = [

@@ -43,11 +43,14 @@ DEMO = ROOT / "tasks/seeker/djangodocs/corpus.jsonl"
 def generated_corpus(documents: int = 80, passages: int = 60) -> Corpus:
     docs = tuple(
         make_document(
-            f"doc{d}", f"Document {d}", f"About document {d}. It has parts.", "bench",
+            f"doc{d}",
+            f"Document {d}",
+            f"About document {d}. It has parts.",
+            "bench",
             [(("Body",), f"Passage {i} of document {d}.") for i in range(1, passages + 1)],
         )
         for d in range(documents)
-    )  # fmt: skip
+    )
     return Corpus(name="generated", source=CorpusSource(kind="bench"), documents=docs)
 
 
@@ -112,23 +115,38 @@ def main() -> int:
     medians = {k: statistics.median(v) for k, v in times.items()}
     ratio = medians["naive"] / medians["protocol_only"]
     out = {
-        "corpus": corpus.name, "states": len(pool.states), "interval_width": pool.interval_width,
-        "partitions": len(protocol.partitions), "rounds": args.rounds,
-        "median_s": medians, "ratio_naive_over_protocol_only": ratio,
-        "q_hat": protocol.q_hat, "coverage": protocol.coverage, "r2": protocol.r2,
-        "goal_protocol_s": 1.0, "goal_met": medians["protocol"] <= 1.0,
-    }  # fmt: skip
-    print(f"calibration protocol, {len(pool.states)} states of {corpus.name} "
-          f"(Δ={pool.interval_width}), 3 splits × 10 seeds, cached estimates")  # fmt: skip
-    print(f"  end to end (render, hash, cache hit, 30 partitions)  {medians['protocol']:.4f} s"
-          "   (goal <= 1 s)")  # fmt: skip
+        "corpus": corpus.name,
+        "states": len(pool.states),
+        "interval_width": pool.interval_width,
+        "partitions": len(protocol.partitions),
+        "rounds": args.rounds,
+        "median_s": medians,
+        "ratio_naive_over_protocol_only": ratio,
+        "q_hat": protocol.q_hat,
+        "coverage": protocol.coverage,
+        "r2": protocol.r2,
+        "goal_protocol_s": 1.0,
+        "goal_met": medians["protocol"] <= 1.0,
+    }
+    print(
+        f"calibration protocol, {len(pool.states)} states of {corpus.name} "
+        f"(Δ={pool.interval_width}), 3 splits × 10 seeds, cached estimates"
+    )
+    print(
+        f"  end to end (render, hash, cache hit, 30 partitions)  {medians['protocol']:.4f} s"
+        "   (goal <= 1 s)"
+    )
     print(
         f"  run_protocol on the arrays                           {medians['protocol_only']:.4f} s"
     )
-    print(f"  naive plain-Python partitions                        {medians['naive']:.4f} s"
-          f"   (x{ratio:.1f} of run_protocol)")  # fmt: skip
-    print(f"  q̂ {protocol.q_hat:.3f} ± {protocol.q_hat_std:.3f}, R² {protocol.r2:.3f}, "
-          f"coverage {protocol.coverage:.3f}")  # fmt: skip
+    print(
+        f"  naive plain-Python partitions                        {medians['naive']:.4f} s"
+        f"   (x{ratio:.1f} of run_protocol)"
+    )
+    print(
+        f"  q̂ {protocol.q_hat:.3f} ± {protocol.q_hat_std:.3f}, R² {protocol.r2:.3f}, "
+        f"coverage {protocol.coverage:.3f}"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=2) + "\n")

@@ -44,8 +44,10 @@ def main() -> int:
 
     corpus = load_corpus(ROOT / "tasks/seeker/djangodocs/corpus.jsonl")
     store = PassageStore.open(ROOT / "embeddings/djangodocs__minilm-l6-onnx")
-    model = OnnxMiniLM(ROOT / "embeddings/models/all-MiniLM-L6-v2",
-                       manifest_path=ROOT / "embeddings/models/manifest.json")  # fmt: skip
+    model = OnnxMiniLM(
+        ROOT / "embeddings/models/all-MiniLM-L6-v2",
+        manifest_path=ROOT / "embeddings/models/manifest.json",
+    )
     work = [(d.id, q) for d in corpus.documents for q in noun_phrases(d.abstract)[:5]]
     work = work[: args.queries]
     result: dict[str, object] = {"queries": len(work), "theta": store.manifest.theta}
@@ -83,12 +85,18 @@ def main() -> int:
     result["same_hits"] = f"{agree}/{len(work)}"
     emb, cvec = result["step_embedding"], result["step_cached_vectors"]
     print(f"SeekerGym step, {len(work)} queries on the demo corpus (θ={store.manifest.theta})")
-    print(f"  step with embedding       p50 {emb['p50_ms']:.3f} ms  p95 {emb['p95_ms']:.3f} ms"  # type: ignore[index]
-          "   (goal <= 5 ms)")  # fmt: skip
-    print(f"  step with cached vectors  p50 {cvec['p50_ms']:.3f} ms  p95 {cvec['p95_ms']:.3f} ms"  # type: ignore[index]
-          "   (goal <= 0.2 ms)")  # fmt: skip
-    print(f"  retrieval: LanceDB per step / numpy on the cached matrix = {ratio:.0f}x "
-          f"(same hits {result['same_hits']})")  # fmt: skip
+    print(
+        f"  step with embedding       p50 {emb['p50_ms']:.3f} ms  p95 {emb['p95_ms']:.3f} ms"  # type: ignore[index]
+        "   (goal <= 5 ms)"
+    )
+    print(
+        f"  step with cached vectors  p50 {cvec['p50_ms']:.3f} ms  p95 {cvec['p95_ms']:.3f} ms"  # type: ignore[index]
+        "   (goal <= 0.2 ms)"
+    )
+    print(
+        f"  retrieval: LanceDB per step / numpy on the cached matrix = {ratio:.0f}x "
+        f"(same hits {result['same_hits']})"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -32,10 +32,19 @@ from sgrgym.sgr.score import score_tasks
 from sgrgym.sgr.tasks import ScoringTask, build_task
 
 DOMAINS = [
-    "ARXIV", "CENSUS_GOV", "CDC_WONDER", "CFPB_COMPLAINT_DATABASE", "CFPB_REPORTS",
-    "COMPTOX_CHEMEXPO", "EUROPEPMC_PMC", "KEGG_BRITE", "KEGG_GENOME", "NVD",
-    "REPTILE_DATABASE", "WATER_QUALITY_PORTAL",
-]  # fmt: skip
+    "ARXIV",
+    "CENSUS_GOV",
+    "CDC_WONDER",
+    "CFPB_COMPLAINT_DATABASE",
+    "CFPB_REPORTS",
+    "COMPTOX_CHEMEXPO",
+    "EUROPEPMC_PMC",
+    "KEGG_BRITE",
+    "KEGG_GENOME",
+    "NVD",
+    "REPTILE_DATABASE",
+    "WATER_QUALITY_PORTAL",
+]
 TYPES = ["string", "integer", "decimal", "id_list", "date"]
 
 
@@ -130,8 +139,13 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=1100)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seed", type=int, default=20261130)
-    parser.add_argument("--legacy-share", type=float, default=0.0, metavar="F",
-                        help="share of tasks written with a legacy rubric (default 0)")  # fmt: skip
+    parser.add_argument(
+        "--legacy-share",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="share of tasks written with a legacy rubric (default 0)",
+    )
     parser.add_argument("--write", type=Path, help="also write tasks.jsonl / predictions.jsonl")
     args = parser.parse_args()
 
@@ -158,8 +172,10 @@ def main() -> int:
         our_times.append(time.perf_counter() - start)
     base, ours = statistics.median(base_times), statistics.median(our_times)
     modes = ", ".join(f"{k} {v}" for k, v in report.canonicalization.items())
-    print(f"pairs scored:            {len(records)} (overall Item-F1 {report.overall.item_f1:.4f};"
-          f" {modes})")  # fmt: skip
+    print(
+        f"pairs scored:            {len(records)} (overall Item-F1 {report.overall.item_f1:.4f};"
+        f" {modes})"
+    )
     print(f"baseline (exact lines):  median {base * 1000:8.1f} ms over {args.rounds} rounds")
     print(f"sgrgym score_tasks:      median {ours * 1000:8.1f} ms over {args.rounds} rounds")
     print(f"ratio sgrgym / baseline: {ours / base:.1f}x   (goal: sgrgym <= 1 s for 1,100 pairs)")

@@ -66,10 +66,32 @@ FIXED_DATE = "2026-11-30T00:00:00Z"
 TIMESTAMP = "20261130000000"  # FIXED_DATE as pywb's 14-digit timestamp
 COLLECTION = "bench"
 WORDS = [
-    "boa", "naja", "vipera", "python", "elapid", "colubrid", "venom", "scale", "habitat",
-    "range", "survey", "census", "record", "specimen", "museum", "locality", "holotype",
-    "synonym", "genus", "family", "order", "clade", "island", "river", "forest",
-]  # fmt: skip
+    "boa",
+    "naja",
+    "vipera",
+    "python",
+    "elapid",
+    "colubrid",
+    "venom",
+    "scale",
+    "habitat",
+    "range",
+    "survey",
+    "census",
+    "record",
+    "specimen",
+    "museum",
+    "locality",
+    "holotype",
+    "synonym",
+    "genus",
+    "family",
+    "order",
+    "clade",
+    "island",
+    "river",
+    "forest",
+]
 
 
 # ---------------------------------------------------------------------------- the site
@@ -89,10 +111,14 @@ def make_documents(pairs: int, seed: int) -> dict[str, tuple[str, bytes]]:
             docs[f"/page/{i}"] = ("text/html; charset=utf-8", html.encode())
         else:
             rows = [
-                {"id": f"{i}-{j}", "name": rng.choice(WORDS), "count": rng.randint(0, 10**6),
-                 "tags": rng.sample(WORDS, 3)}
+                {
+                    "id": f"{i}-{j}",
+                    "name": rng.choice(WORDS),
+                    "count": rng.randint(0, 10**6),
+                    "tags": rng.sample(WORDS, 3),
+                }
                 for j in range(205)
-            ]  # fmt: skip
+            ]
             docs[f"/data/{i}.json"] = ("application/json", json.dumps({"rows": rows}).encode())
     return docs
 
@@ -298,9 +324,12 @@ def running(
 
 
 def timed_requests(
-    server: Server, urls: list[str], expected: dict[str, bytes], clients: int,
+    server: Server,
+    urls: list[str],
+    expected: dict[str, bytes],
+    clients: int,
     client: str = "raw",
-) -> tuple[list[float], float, int]:  # fmt: skip
+) -> tuple[list[float], float, int]:
     """Request ``urls`` with ``clients`` threads; (latencies, wall seconds, errors)."""
     get = CLIENTS[client]
     latencies: list[float] = []
@@ -356,8 +385,10 @@ def bench_http(
             entry["cwall"] += cwall
             entry["errors"] += errors + cerrors
     result: dict[str, Any] = {
-        "requests_per_server": 2 * len(sample), "clients": args.clients, "client": args.client,
-    }  # fmt: skip
+        "requests_per_server": 2 * len(sample),
+        "clients": args.clients,
+        "client": args.client,
+    }
     for name, entry in stats.items():
         result[name] = {
             **asdict(latency(entry["lat"])),
@@ -375,9 +406,13 @@ def bench_http(
 
 
 def load_test(
-    server: Server, urls: list[str], expected: dict[str, bytes], clients: int, requests: int,
+    server: Server,
+    urls: list[str],
+    expected: dict[str, bytes],
+    clients: int,
+    requests: int,
     seed: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """``clients`` threads x ``requests`` keep-alive GETs each: errors and requests/s."""
     errors = [0] * clients
     done = [0] * clients
@@ -410,9 +445,13 @@ def load_test(
     wall = time.perf_counter() - start
     total = sum(done)
     return {
-        "clients": clients, "requests_per_client": requests, "requests": total,
-        "errors": sum(errors), "wall_s": wall, "rps": total / wall,
-    }  # fmt: skip
+        "clients": clients,
+        "requests_per_client": requests,
+        "requests": total,
+        "errors": sum(errors),
+        "wall_s": wall,
+        "rps": total / wall,
+    }
 
 
 def ensure_pywb(venv: Path) -> Path:
@@ -430,8 +469,9 @@ def pywb_collection(bin_dir: Path, root: Path, warc: Path) -> None:
     """``wb-manager init`` + ``wb-manager add`` of the pack's WARC under ``root``."""
     manager = str(bin_dir / "wb-manager")
     subprocess.run([manager, "init", COLLECTION], cwd=root, check=True, capture_output=True)
-    subprocess.run([manager, "add", COLLECTION, str(warc)], cwd=root, check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [manager, "add", COLLECTION, str(warc)], cwd=root, check=True, capture_output=True
+    )
 
 
 # ---------------------------------------------------------------------------- report
@@ -489,9 +529,11 @@ def main() -> int:
     parser.add_argument("--http-requests", type=int, default=2000, help="per server and mode")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients (req/s)")
     parser.add_argument(
-        "--client", choices=sorted(CLIENTS), default="raw",
+        "--client",
+        choices=sorted(CLIENTS),
+        default="raw",
         help="HTTP client used for both servers: a bare socket (default) or http.client",
-    )  # fmt: skip
+    )
     parser.add_argument("--rounds", type=int, default=4, help="alternating HTTP rounds")
     parser.add_argument("--load-clients", type=int, default=64, help="load test (0: skip)")
     parser.add_argument("--load-requests", type=int, default=1000, help="per load client")
@@ -515,11 +557,22 @@ def main() -> int:
             records = snapshot.manifest.record_count
             library = bench_library(snapshot, urls, args.lookups, random.Random(args.seed))
 
-        ours_argv = [sys.executable, "-m", "sgrgym", "snapshot", "serve", str(pack_dir),
-                     "--host", "127.0.0.1", "--port", "{port}"]  # fmt: skip
+        ours_argv = [
+            sys.executable,
+            "-m",
+            "sgrgym",
+            "snapshot",
+            "serve",
+            str(pack_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "{port}",
+        ]
         servers: list[Server] = []
-        with running("sgrgym", ours_argv, work, work / "sgrgym.log",
-                     lambda url: "/replay/" + url, urls[0]) as ours:  # fmt: skip
+        with running(
+            "sgrgym", ours_argv, work, work / "sgrgym.log", lambda url: "/replay/" + url, urls[0]
+        ) as ours:
             servers.append(ours)
             if bin_dir is None:
                 web = bench_http(servers, urls, expected, args)
@@ -528,9 +581,14 @@ def main() -> int:
                 root.mkdir()
                 pywb_collection(bin_dir, root, warc)
                 pywb_argv = [str(bin_dir / "wayback"), "-b", "127.0.0.1", "-p", "{port}"]
-                with running("pywb", pywb_argv, root, work / "pywb.log",
-                             lambda url: f"/{COLLECTION}/{TIMESTAMP}id_/{url}",
-                             urls[0]) as pywb:  # fmt: skip
+                with running(
+                    "pywb",
+                    pywb_argv,
+                    root,
+                    work / "pywb.log",
+                    lambda url: f"/{COLLECTION}/{TIMESTAMP}id_/{url}",
+                    urls[0],
+                ) as pywb:
                     servers.append(pywb)
                     web = bench_http(servers, urls, expected, args)
             load = None

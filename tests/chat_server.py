@@ -52,10 +52,11 @@ class ChatHandler(RecordingJsonHandler):
         payload = {
             "id": f"cmpl-{len(type(self).received)}",
             "model": "served-model-7b",
-            "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                         "finish_reason": finish}],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", **message}, "finish_reason": finish}
+            ],
             "usage": usage,
-        }  # fmt: skip
+        }
         self.send_json(json.dumps(payload, ensure_ascii=False).encode())
 
 

@@ -230,9 +230,13 @@ class ScriptedModel:
                     blocks.append({"type": "text", "text": reply.text})
                 for i, c in enumerate(reply.calls):
                     blocks.append(
-                        {"type": "tool_use", "id": f"toolu_{done}_{i}", "name": c.name,
-                         "input": c.arguments}
-                    )  # fmt: skip
+                        {
+                            "type": "tool_use",
+                            "id": f"toolu_{done}_{i}",
+                            "name": c.name,
+                            "input": c.arguments,
+                        }
+                    )
                 stop = "tool_use" if reply.calls else "end_turn"
                 usage = {"input_tokens": 10, "output_tokens": 5}
                 message = {
@@ -256,21 +260,36 @@ class ScriptedModel:
                         delta = {"type": "text_delta", "text": block["text"]}
                     else:
                         opened = {**block, "input": {}}
-                        delta = {"type": "input_json_delta",
-                                 "partial_json": json.dumps(block["input"])}  # fmt: skip
+                        delta = {
+                            "type": "input_json_delta",
+                            "partial_json": json.dumps(block["input"]),
+                        }
                     events += [
-                        ("content_block_start",
-                         {"type": "content_block_start", "index": index, "content_block": opened}),
-                        ("content_block_delta",
-                         {"type": "content_block_delta", "index": index, "delta": delta}),
+                        (
+                            "content_block_start",
+                            {
+                                "type": "content_block_start",
+                                "index": index,
+                                "content_block": opened,
+                            },
+                        ),
+                        (
+                            "content_block_delta",
+                            {"type": "content_block_delta", "index": index, "delta": delta},
+                        ),
                         ("content_block_stop", {"type": "content_block_stop", "index": index}),
-                    ]  # fmt: skip
+                    ]
                 events += [
-                    ("message_delta",
-                     {"type": "message_delta", "delta": {"stop_reason": stop,
-                      "stop_sequence": None}, "usage": {"output_tokens": 5}}),
+                    (
+                        "message_delta",
+                        {
+                            "type": "message_delta",
+                            "delta": {"stop_reason": stop, "stop_sequence": None},
+                            "usage": {"output_tokens": 5},
+                        },
+                    ),
                     ("message_stop", {"type": "message_stop"}),
-                ]  # fmt: skip
+                ]
                 self._sse(events)
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -304,8 +304,13 @@ def one_step_states(app: SiteApp) -> list[State]:
     found: dict[State, None] = {default: None}
     for route in model.routes:
         found[model.state(route.path)] = None
-    ops = {"filter": "set_filter", "scope": "set_scope", "hierarchy": "open_node",
-           "view": "select_view", "page": "page"}  # fmt: skip
+    ops = {
+        "filter": "set_filter",
+        "scope": "set_scope",
+        "hierarchy": "open_node",
+        "view": "select_view",
+        "page": "page",
+    }
     for control in model.route_controls(default.path):
         for value in control.values:
             try:

@@ -52,42 +52,140 @@ ALL = tuple(BAD)
 COMMANDS: list[tuple[str, list[str], tuple[str, ...]]] = [
     ("sgr tasks --tasks", ["sgr", "tasks", "--tasks", "{F}"], ALL),
     ("sgr tasks --row-keys", ["sgr", "tasks", "--tasks", DEMO_TASKS, "--row-keys", "{F}"], ALL),
-    ("sgr score --tasks",
-     ["sgr", "score", "--tasks", "{F}", "--predictions", EXAMPLE_PREDICTIONS], ALL),
-    ("sgr score --row-keys",
-     ["sgr", "score", "--tasks", EXAMPLE_TASKS, "--row-keys", "{F}", "--predictions",
-      EXAMPLE_PREDICTIONS], ALL),
-    ("sgr score --predictions",
-     ["sgr", "score", "--tasks", EXAMPLE_TASKS, "--predictions", "{F}"], ALL),
-    ("sgr run --tasks",
-     ["sgr", "run", "--agent", "default", "--tasks", "{F}", "--out", "{T}/run", "--quiet"], ALL),
+    (
+        "sgr score --tasks",
+        ["sgr", "score", "--tasks", "{F}", "--predictions", EXAMPLE_PREDICTIONS],
+        ALL,
+    ),
+    (
+        "sgr score --row-keys",
+        [
+            "sgr",
+            "score",
+            "--tasks",
+            EXAMPLE_TASKS,
+            "--row-keys",
+            "{F}",
+            "--predictions",
+            EXAMPLE_PREDICTIONS,
+        ],
+        ALL,
+    ),
+    (
+        "sgr score --predictions",
+        ["sgr", "score", "--tasks", EXAMPLE_TASKS, "--predictions", "{F}"],
+        ALL,
+    ),
+    (
+        "sgr run --tasks",
+        ["sgr", "run", "--agent", "default", "--tasks", "{F}", "--out", "{T}/run", "--quiet"],
+        ALL,
+    ),
     ("sgr states --tasks", ["sgr", "states", "--task", "x", "--tasks", "{F}"], ALL),
-    ("sgr build-packs --tasks",
-     ["sgr", "build-packs", "--tasks", "{F}", "--out", "{T}/packs"], ALL),
-    ("seeker build-corpus jsonl",
-     ["seeker", "build-corpus", "--source", "jsonl", "{F}", "--out", "{T}/c.jsonl"], ALL),
-    ("seeker build-store --corpus-file",
-     ["seeker", "build-store", "--corpus-file", "{F}", "--out", "{T}/store", "--quiet"], ALL),
-    ("seeker run --corpus-file",
-     ["seeker", "run", "--corpus-file", "{F}", "--out", "{T}/run", "--quiet"], ALL),
-    ("seeker sweep-theta --corpus-file",
-     ["seeker", "sweep-theta", "--corpus-file", "{F}", "--thetas", "0.6", "--out", "{T}/sw",
-      "--quiet"], ALL),
-    ("seeker calibrate --corpus-file",
-     ["seeker", "calibrate", "--corpus-file", "{F}", "--estimator", "constant", "--no-stopping",
-      "--quiet"], ALL),
+    (
+        "sgr build-packs --tasks",
+        ["sgr", "build-packs", "--tasks", "{F}", "--out", "{T}/packs"],
+        ALL,
+    ),
+    (
+        "seeker build-corpus jsonl",
+        ["seeker", "build-corpus", "--source", "jsonl", "{F}", "--out", "{T}/c.jsonl"],
+        ALL,
+    ),
+    (
+        "seeker build-store --corpus-file",
+        ["seeker", "build-store", "--corpus-file", "{F}", "--out", "{T}/store", "--quiet"],
+        ALL,
+    ),
+    (
+        "seeker run --corpus-file",
+        ["seeker", "run", "--corpus-file", "{F}", "--out", "{T}/run", "--quiet"],
+        ALL,
+    ),
+    (
+        "seeker sweep-theta --corpus-file",
+        [
+            "seeker",
+            "sweep-theta",
+            "--corpus-file",
+            "{F}",
+            "--thetas",
+            "0.6",
+            "--out",
+            "{T}/sw",
+            "--quiet",
+        ],
+        ALL,
+    ),
+    (
+        "seeker calibrate --corpus-file",
+        [
+            "seeker",
+            "calibrate",
+            "--corpus-file",
+            "{F}",
+            "--estimator",
+            "constant",
+            "--no-stopping",
+            "--quiet",
+        ],
+        ALL,
+    ),
     # An empty estimate cache is a cache with no entries yet.
-    ("seeker calibrate --estimate-cache",
-     ["seeker", "calibrate", "--estimate-cache", "{F}", "--estimator", "constant",
-      "--no-stopping", "--splits", "1", "--seeds", "1", "--quiet"],
-     ("deep-json", "folder", "not-utf8", "garbage")),
-    ("seeker run --query-cache",
-     ["seeker", "run", "--query-cache", "{F}", "--docs", DOC, "--steps", "1", "--out", "{T}/run",
-      "--quiet"], ALL),
-    ("seeker calibrate --query-cache",
-     ["seeker", "calibrate", "--query-cache", "{F}", "--estimator", "abstract-coverage",
-      "--no-stopping", "--splits", "1", "--seeds", "1", "--quiet"], ALL),
-]  # fmt: skip
+    (
+        "seeker calibrate --estimate-cache",
+        [
+            "seeker",
+            "calibrate",
+            "--estimate-cache",
+            "{F}",
+            "--estimator",
+            "constant",
+            "--no-stopping",
+            "--splits",
+            "1",
+            "--seeds",
+            "1",
+            "--quiet",
+        ],
+        ("deep-json", "folder", "not-utf8", "garbage"),
+    ),
+    (
+        "seeker run --query-cache",
+        [
+            "seeker",
+            "run",
+            "--query-cache",
+            "{F}",
+            "--docs",
+            DOC,
+            "--steps",
+            "1",
+            "--out",
+            "{T}/run",
+            "--quiet",
+        ],
+        ALL,
+    ),
+    (
+        "seeker calibrate --query-cache",
+        [
+            "seeker",
+            "calibrate",
+            "--query-cache",
+            "{F}",
+            "--estimator",
+            "abstract-coverage",
+            "--no-stopping",
+            "--splits",
+            "1",
+            "--seeds",
+            "1",
+            "--quiet",
+        ],
+        ALL,
+    ),
+]
 
 CASES = [
     pytest.param(argv, bad, id=f"{name} <- {bad}")
@@ -119,8 +217,17 @@ def test_html_corpus_folder_with_bad_pages(
     pages = tmp_path / "pages"
     pages.mkdir()
     (pages / "a.html").write_bytes(b"<html><body><h1>caf\xe9</h1></body></html>")
-    code = main(["seeker", "build-corpus", "--source", "html", str(pages), "--out",
-                 str(tmp_path / "c.jsonl")])  # fmt: skip
+    code = main(
+        [
+            "seeker",
+            "build-corpus",
+            "--source",
+            "html",
+            str(pages),
+            "--out",
+            str(tmp_path / "c.jsonl"),
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and str(pages / "a.html") in err and "UTF-8" in err
     (pages / "a.html").unlink()

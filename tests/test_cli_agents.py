@@ -78,10 +78,26 @@ def solve(prefix: str, namespace: str = "") -> Any:
 def run_args(profile: str, model: ScriptedModel, toy: tuple[Path, Path], out: Path) -> list[str]:
     pack, task_file = toy
     args = [
-        "sgr", "run", "--agent", f"cli:{profile}", "--cli-dir", str(cli_dir(profile)),
-        "--base-url", model.base_url, "--model", "scripted", "--pack", str(pack),
-        "--tasks", str(task_file), "--out", str(out), "--poll-s", "1", "--quiet",
-    ]  # fmt: skip
+        "sgr",
+        "run",
+        "--agent",
+        f"cli:{profile}",
+        "--cli-dir",
+        str(cli_dir(profile)),
+        "--base-url",
+        model.base_url,
+        "--model",
+        "scripted",
+        "--pack",
+        str(pack),
+        "--tasks",
+        str(task_file),
+        "--out",
+        str(out),
+        "--poll-s",
+        "1",
+        "--quiet",
+    ]
     return args if SANDBOX else [*args, "--no-egress-sandbox"]
 
 
@@ -240,10 +256,28 @@ def test_real_model_end_to_end(toy: tuple[Path, Path], tmp_path: Path) -> None:
     one_task = write_jsonl(tmp_path / "one.jsonl", [TREES_BY_HEIGHT])
     out = tmp_path / "real"
     args = [
-        "sgr", "run", "--agent", f"cli:{profile}", "--cli-dir", str(cli_dir(profile)),
-        "--base-url", base_url, "--model", model, "--pack", str(pack), "--tasks",
-        str(one_task), "--out", str(out), "--max-wall-s", "1800", "--stall-s", "900", "--quiet",
-    ]  # fmt: skip
+        "sgr",
+        "run",
+        "--agent",
+        f"cli:{profile}",
+        "--cli-dir",
+        str(cli_dir(profile)),
+        "--base-url",
+        base_url,
+        "--model",
+        model,
+        "--pack",
+        str(pack),
+        "--tasks",
+        str(one_task),
+        "--out",
+        str(out),
+        "--max-wall-s",
+        "1800",
+        "--stall-s",
+        "900",
+        "--quiet",
+    ]
     assert main(args if SANDBOX else [*args, "--no-egress-sandbox"]) == 0
     record = json.loads((out / "trajectories.jsonl").read_text())
     assert record["diagnostics"]["category"]

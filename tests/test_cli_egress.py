@@ -96,40 +96,81 @@ def test_profiles_from_files_are_checked(tmp_path: Path) -> None:
     with pytest.raises(UserError, match="no such agent CLI profile; profiles: claude-code"):
         load_profile("nosuch")
     assert fill(["a", "{mcp_args}", "{model}"], {"model": "m"}, ["-m", "x"]) == [
-        "a", "-m", "x", "m",
-    ]  # fmt: skip
+        "a",
+        "-m",
+        "x",
+        "m",
+    ]
 
 
 def test_stream_json_and_codex_transcripts() -> None:
     stream = [
-        {"type": "assistant", "message": {"content": [
-            {"type": "text", "text": "Let me search."},
-            {"type": "tool_use", "id": "1", "name": "mcp__sgrgym__search", "input": {"query": "q"}},
-            {"type": "tool_use", "id": "2", "name": "run_shell_command", "input": {"c": "ls"}},
-        ]}},
-        {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "1", "is_error": False, "content": "hits"},
-            {"type": "tool_result", "tool_use_id": "2", "is_error": True, "content": [
-                {"type": "text", "text": "denied"}]},
-        ]}},
-    ]  # fmt: skip
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "text", "text": "Let me search."},
+                    {
+                        "type": "tool_use",
+                        "id": "1",
+                        "name": "mcp__sgrgym__search",
+                        "input": {"query": "q"},
+                    },
+                    {
+                        "type": "tool_use",
+                        "id": "2",
+                        "name": "run_shell_command",
+                        "input": {"c": "ls"},
+                    },
+                ]
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "1",
+                        "is_error": False,
+                        "content": "hits",
+                    },
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "2",
+                        "is_error": True,
+                        "content": [{"type": "text", "text": "denied"}],
+                    },
+                ]
+            },
+        },
+    ]
     lines = [(1.0, json.dumps(e)) for e in stream] + [(2.0, "a banner line"), (2.5, '{"torn')]
     transcript = parse_events(lines, "stream-json")
     assert transcript.final is None  # narration before tool calls is no answer
     assert [(c.tool, c.ours, c.is_error, c.result_chars) for c in transcript.calls] == [
-        ("search", True, False, 4), ("run_shell_command", False, True, 6),
-    ]  # fmt: skip
-    done = parse_events([*lines, (3.0, json.dumps({"type": "result", "result": "a|1"}))],
-                        "stream-json")  # fmt: skip
+        ("search", True, False, 4),
+        ("run_shell_command", False, True, 6),
+    ]
+    done = parse_events(
+        [*lines, (3.0, json.dumps({"type": "result", "result": "a|1"}))], "stream-json"
+    )
     assert done.final == "a|1"
     codex = [
         {"type": "item.completed", "item": {"type": "agent_message", "text": "thinking"}},
-        {"type": "item.completed", "item": {
-            "type": "mcp_tool_call", "server": "sgrgym", "tool": "fetch",
-            "arguments": {"url": "http://x.test/"}, "status": "completed",
-            "result": {"content": [{"type": "text", "text": "page"}]}}},
+        {
+            "type": "item.completed",
+            "item": {
+                "type": "mcp_tool_call",
+                "server": "sgrgym",
+                "tool": "fetch",
+                "arguments": {"url": "http://x.test/"},
+                "status": "completed",
+                "result": {"content": [{"type": "text", "text": "page"}]},
+            },
+        },
         {"type": "item.completed", "item": {"type": "agent_message", "text": "a|1"}},
-    ]  # fmt: skip
+    ]
     unfinished = parse_events([(None, json.dumps(e)) for e in codex], "codex-json")
     assert unfinished.final is None  # the turn never completed (a killed session)
     assert [(c.tool, c.ours, c.result_chars) for c in unfinished.calls] == [("fetch", True, 4)]
@@ -150,11 +191,32 @@ def test_runner_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     common = ["sgr", "run", "--agent", "cli:qwen-code", "--out", out, "--model", "m"]
     assert main([*common, "--base-url", "ftp://x"]) == 2
     assert "give an http(s) URL" in capsys.readouterr().err
-    assert main([*common, "--base-url", "http://127.0.0.1:1/v1", "--api-key-env",
-                 "SGRGYM_TEST_UNSET_KEY"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--base-url",
+                "http://127.0.0.1:1/v1",
+                "--api-key-env",
+                "SGRGYM_TEST_UNSET_KEY",
+            ]
+        )
+        == 2
+    )
     assert "empty or unset" in capsys.readouterr().err
-    assert main([*common, "--base-url", "http://127.0.0.1:1/v1", "--cli-dir",
-                 str(tmp_path), "--no-egress-sandbox"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                *common,
+                "--base-url",
+                "http://127.0.0.1:1/v1",
+                "--cli-dir",
+                str(tmp_path),
+                "--no-egress-sandbox",
+            ]
+        )
+        == 2
+    )
     assert "CLI is not installed there; install it: npm install" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["sgr", "run", "--agent", "robot", "--out", out])

@@ -47,19 +47,30 @@ def test_record_then_replay_offline_is_identical(
     monkeypatch.setenv("SGRGYM_CHAT_KEY", SECRET)
     cache = tmp_path / "llm" / "chat.sqlite"
     with serve_http(handler) as url:
-        with ChatClient(url + "/v1", "tiny-model", cache_path=cache, mode="record",
-                        api_key_env="SGRGYM_CHAT_KEY") as client:  # fmt: skip
-            first = client.complete(messages("Ünïcode belief ✓"), seed=3, temperature=0.7,
-                                    max_tokens=64)  # fmt: skip
-            again = client.complete(messages("Ünïcode belief ✓"), seed=3, temperature=0.7,
-                                    max_tokens=64)  # fmt: skip
-            other_seed = client.complete(messages("Ünïcode belief ✓"), seed=4, temperature=0.7,
-                                         max_tokens=64)  # fmt: skip
+        with ChatClient(
+            url + "/v1",
+            "tiny-model",
+            cache_path=cache,
+            mode="record",
+            api_key_env="SGRGYM_CHAT_KEY",
+        ) as client:
+            first = client.complete(
+                messages("Ünïcode belief ✓"), seed=3, temperature=0.7, max_tokens=64
+            )
+            again = client.complete(
+                messages("Ünïcode belief ✓"), seed=3, temperature=0.7, max_tokens=64
+            )
+            other_seed = client.complete(
+                messages("Ünïcode belief ✓"), seed=4, temperature=0.7, max_tokens=64
+            )
         assert len(handler.received) == 2  # the repeat came from the cache
         assert handler.received[0] == {
-            "model": "tiny-model", "messages": messages("Ünïcode belief ✓"), "seed": 3,
-            "temperature": 0.7, "max_tokens": 64,
-        }  # fmt: skip
+            "model": "tiny-model",
+            "messages": messages("Ünïcode belief ✓"),
+            "seed": 3,
+            "temperature": 0.7,
+            "max_tokens": 64,
+        }
         assert handler.auth == [f"Bearer {SECRET}"] * 2
     assert not first.from_cache and again.from_cache
     assert first.text.startswith("seed 3 t=0.7 «Ünïcode belief ✓»")
@@ -69,10 +80,16 @@ def test_record_then_replay_offline_is_identical(
     assert first.params == {"seed": 3, "temperature": 0.7, "max_tokens": 64}
     assert first.finish_reason == "stop"
     # The key: method, URL and the JSON body with sorted keys.
-    body = {"max_tokens": 64, "messages": messages("Ünïcode belief ✓"), "model": "tiny-model",
-            "seed": 3, "temperature": 0.7}  # fmt: skip
-    assert first.request_hash == request_hash("POST", url + "/v1/chat/completions",
-                                              json.dumps(body))  # fmt: skip
+    body = {
+        "max_tokens": 64,
+        "messages": messages("Ünïcode belief ✓"),
+        "model": "tiny-model",
+        "seed": 3,
+        "temperature": 0.7,
+    }
+    assert first.request_hash == request_hash(
+        "POST", url + "/v1/chat/completions", json.dumps(body)
+    )
     stored = cache.read_bytes()
     assert SECRET.encode() not in stored and b"Bearer" not in stored
 
@@ -80,14 +97,14 @@ def test_record_then_replay_offline_is_identical(
     monkeypatch.delenv("SGRGYM_CHAT_KEY")
     no_connections(monkeypatch)
     with ChatClient(url + "/v1", "tiny-model", cache_path=cache) as replay:
-        replayed = replay.complete(messages("Ünïcode belief ✓"), seed=3, temperature=0.7,
-                                   max_tokens=64)  # fmt: skip
+        replayed = replay.complete(
+            messages("Ünïcode belief ✓"), seed=3, temperature=0.7, max_tokens=64
+        )
         assert replayed.from_cache
         assert replayed.model_dump_json(
             exclude={"from_cache", "attempts"}
         ) == first.model_dump_json(exclude={"from_cache", "attempts"})
-        changed = replay.body(messages("a changed prompt"), seed=3, temperature=0.7,
-                              max_tokens=64)  # fmt: skip
+        changed = replay.body(messages("a changed prompt"), seed=3, temperature=0.7, max_tokens=64)
         missing = request_hash("POST", url + "/v1/chat/completions", json.dumps(changed))
         with pytest.raises(UserError, match=rf"request {missing}, model tiny-model"):
             replay.complete(messages("a changed prompt"), seed=3, temperature=0.7, max_tokens=64)

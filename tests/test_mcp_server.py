@@ -122,8 +122,19 @@ def test_stdio_server_writes_a_scored_run_folder(
 ) -> None:
     pack, task_file = toy
     out = tmp_path / "run"
-    argv = ["-m", "sgrgym", "mcp", "--task", "toy_001", "--out", str(out), "--pack", str(pack),
-            "--tasks", str(task_file)]  # fmt: skip
+    argv = [
+        "-m",
+        "sgrgym",
+        "mcp",
+        "--task",
+        "toy_001",
+        "--out",
+        str(out),
+        "--pack",
+        str(pack),
+        "--tasks",
+        str(task_file),
+    ]
 
     async def session() -> list[str]:
         params = StdioServerParameters(command=sys.executable, args=argv)
@@ -152,8 +163,22 @@ def test_stdio_server_writes_a_scored_run_folder(
     assert main(["sgr", "audit", str(out)]) == 0
     assert "mcp" in capsys.readouterr().out
     # One session per episode: the folder refuses a second one.
-    assert main(["mcp", "--task", "toy_001", "--out", str(out), "--pack", str(pack),
-                 "--tasks", str(task_file)]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "mcp",
+                "--task",
+                "toy_001",
+                "--out",
+                str(out),
+                "--pack",
+                str(pack),
+                "--tasks",
+                str(task_file),
+            ]
+        )
+        == 2
+    )
     assert "already over" in capsys.readouterr().err
 
 
@@ -178,8 +203,20 @@ def test_sigterm_still_scores_the_episode(toy: tuple[Path, Path], tmp_path: Path
 
     pack, task_file = toy
     out = tmp_path / "killed"
-    argv = [sys.executable, "-m", "sgrgym", "mcp", "--task", "toy_001", "--out", str(out),
-            "--pack", str(pack), "--tasks", str(task_file)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "sgrgym",
+        "mcp",
+        "--task",
+        "toy_001",
+        "--out",
+        str(out),
+        "--pack",
+        str(pack),
+        "--tasks",
+        str(task_file),
+    ]
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not (out / "steps.jsonl").exists() and time.monotonic() < deadline:

@@ -31,8 +31,10 @@ def test_a_changed_value_in_an_episode_is_named_by_record_field_and_both_values(
     assert found is not None and found.unlisted == 0
     (only,) = found.listed
     assert (only.file, only.record, only.field) == (
-        "seeker-dedup/episodes.jsonl", "doc_id=howto/windows seed=0", "query_diversity[2]",
-    )  # fmt: skip
+        "seeker-dedup/episodes.jsonl",
+        "doc_id=howto/windows seed=0",
+        "query_diversity[2]",
+    )
     assert (only.committed, only.replayed) == ("0.5", "0.500001")
     assert difference_lines(found.listed) == [
         "seeker-dedup/episodes.jsonl doc_id=howto/windows seed=0: query_diversity[2]: "
@@ -55,8 +57,10 @@ def test_json_fields_run_cards_and_formatting() -> None:
     ]
     card = {"agent": "llm", "environment": {"python": "3.13.0"}}
     other_machine = {"agent": "llm", "environment": {"python": "3.10.2"}}
-    assert compare_file("sgr/run.json", json.dumps(card).encode(),
-                        json.dumps(other_machine).encode()) is None  # fmt: skip
+    assert (
+        compare_file("sgr/run.json", json.dumps(card).encode(), json.dumps(other_machine).encode())
+        is None
+    )
     spaced = compare_file("sgr/scores.json", b'{"a": 1}\n', b'{"a":1}\n')
     assert spaced is not None and spaced.listed[0].field == "(bytes)"
     gone = compare_file("sgr/scores.json", b"{}", None)
@@ -105,8 +109,13 @@ def test_a_mismatch_is_recorded_after_the_results_and_report_and_exits_1(
     err = capsys.readouterr().err
     assert "does not replay to its committed results" in err
     assert "seeker-oracle/summary.json: final_completeness: committed 0.123456" in err
-    for written in ("results/baseline.json", "results/tables.md", "report/index.html",
-                    "report/report.md", "complete.json"):  # fmt: skip
+    for written in (
+        "results/baseline.json",
+        "results/tables.md",
+        "report/index.html",
+        "report/report.md",
+        "complete.json",
+    ):
         assert (out / written).is_file(), written
     status = read_status(out / "baseline" / "replay.json")
     assert not status.identical and status.error is None

@@ -74,15 +74,17 @@ def test_card_mismatch_and_foreign_folders_are_refused(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign"
     foreign.mkdir()
     (foreign / "notes.txt").write_text("mine")
-    with pytest.raises(UserError, match="holds files but no run card"), open_run_folder(
-        foreign, Card(agent="x", seed=1), ()
-    ):  # fmt: skip
+    with (
+        pytest.raises(UserError, match="holds files but no run card"),
+        open_run_folder(foreign, Card(agent="x", seed=1), ()),
+    ):
         pass
     a_file = tmp_path / "file"
     a_file.write_text("x")
-    with pytest.raises(UserError, match="names an existing file"), open_run_folder(
-        a_file, Card(agent="x", seed=1), ()
-    ):  # fmt: skip
+    with (
+        pytest.raises(UserError, match="names an existing file"),
+        open_run_folder(a_file, Card(agent="x", seed=1), ()),
+    ):
         pass
 
 
@@ -94,8 +96,9 @@ def test_reopening_removes_old_final_results_until_completed(tmp_path: Path) -> 
         folder.write_final("summary.json", "{}\n")
         folder.complete()
     assert json.loads((out / COMPLETE).read_text())["files"].keys() == {
-        "episodes.jsonl", "summary.json"
-    }  # fmt: skip
+        "episodes.jsonl",
+        "summary.json",
+    }
     with open_run_folder(out, card, ("summary.json",)):
         assert not (out / "summary.json").exists() and not (out / COMPLETE).exists()
 
@@ -105,11 +108,32 @@ def test_out_naming_a_file_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     target.write_text("x")
     runs = [
         ["sgr", "run", "--agent", "default", "--out", str(target), "--quiet"],
-        ["seeker", "run", "--docs", "howto/auth-remote-user", "--steps", "1", "--out", str(target),
-         "--quiet"],
-        ["seeker", "calibrate", "--estimator", "constant", "--no-stopping", "--splits", "1",
-         "--seeds", "1", "--out", str(target), "--quiet"],
-    ]  # fmt: skip
+        [
+            "seeker",
+            "run",
+            "--docs",
+            "howto/auth-remote-user",
+            "--steps",
+            "1",
+            "--out",
+            str(target),
+            "--quiet",
+        ],
+        [
+            "seeker",
+            "calibrate",
+            "--estimator",
+            "constant",
+            "--no-stopping",
+            "--splits",
+            "1",
+            "--seeds",
+            "1",
+            "--out",
+            str(target),
+            "--quiet",
+        ],
+    ]
     for argv in runs:
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
@@ -209,8 +233,18 @@ def test_calibrate_out_reused_with_other_options_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "cal"
-    base = ["seeker", "calibrate", "--no-stopping", "--splits", "1", "--seeds", "1", "--quiet",
-            "--out", str(out)]  # fmt: skip
+    base = [
+        "seeker",
+        "calibrate",
+        "--no-stopping",
+        "--splits",
+        "1",
+        "--seeds",
+        "1",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     assert main([*base, "--estimator", "constant", "visible-count"]) == 0
     done = json.loads((out / COMPLETE).read_text())["files"]
     assert {"pool.jsonl", "constant/report.json", "visible-count/pairs.jsonl"} <= done.keys()
@@ -229,8 +263,22 @@ def _tree(folder: Path) -> dict[str, bytes]:
 
 
 def test_calibrate_rerun_killed_leaves_no_completed_results_then_resumes(tmp_path: Path) -> None:
-    argv = ["seeker", "calibrate", "--estimator", "constant", "visible-count", "--splits", "1",
-            "--seeds", "1", "--steps", "3", "--quiet", "--json", "--out"]  # fmt: skip
+    argv = [
+        "seeker",
+        "calibrate",
+        "--estimator",
+        "constant",
+        "visible-count",
+        "--splits",
+        "1",
+        "--seeds",
+        "1",
+        "--steps",
+        "3",
+        "--quiet",
+        "--json",
+        "--out",
+    ]
     clean = tmp_path / "clean"
     assert main([*argv, str(clean)]) == 0
     out = tmp_path / "rerun"

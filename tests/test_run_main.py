@@ -135,8 +135,12 @@ def test_run_folder_card_and_verify(small: tuple[Path, Path]) -> None:
     assert env["packages"]["numpy"] and env["python"] and env["sgrgym_version"]
     assert env["git_commit"] is None or len(env["git_commit"]) == 40
     labels = set(card["manifests"])
-    assert {"corpus", "passage store manifest", "embedding models manifest",
-            "pack manifest"} <= labels  # fmt: skip
+    assert {
+        "corpus",
+        "passage store manifest",
+        "embedding models manifest",
+        "pack manifest",
+    } <= labels
     assert any(label.startswith("task file") for label in labels)
     assert any(label.startswith("prompt:") for label in labels)
     for part in ("seeker/sentences__dedup", "calibration", "sgr/oracle"):
@@ -174,8 +178,9 @@ def test_verify_run_catches_a_flipped_byte_in_every_record_and_result(
     small: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, out = small
-    targets = [p.relative_to(out) for p in sorted(out.rglob("*"))
-               if p.is_file() and p.name != ".lock"]  # fmt: skip
+    targets = [
+        p.relative_to(out) for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lock"
+    ]
     record_files = [t for t in targets if t.suffix in (".jsonl", ".json")]
     assert len(record_files) > 20
     rng = random.Random(13)
@@ -199,8 +204,17 @@ def test_run_killed_at_random_points_resumes_byte_identical(
 ) -> None:
     config, clean = small
     out = tmp_path / "killed"
-    argv = [sys.executable, "-m", "sgrgym", "run", "--out", str(out), "--config", str(config),
-            "--quiet"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "sgrgym",
+        "run",
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "--quiet",
+    ]
     rng = random.Random(7)
     killed = 0
     for _ in range(3):
@@ -221,8 +235,10 @@ def test_run_killed_at_random_points_resumes_byte_identical(
     assert main(["run", "--out", str(out), "--config", str(config), "--quiet"]) == 0
     assert _results(out) == _results(clean)
     for part in ("sgr/oracle", "sgr/random"):
-        ids = [json.loads(line)["task_id"] for line in
-               (out / part / "answers.jsonl").read_text().splitlines()]  # fmt: skip
+        ids = [
+            json.loads(line)["task_id"]
+            for line in (out / part / "answers.jsonl").read_text().splitlines()
+        ]
         assert len(ids) == len(set(ids))
     assert main(["verify-run", str(out)]) == 0
 
@@ -270,8 +286,11 @@ def test_report_of_several_runs_side_by_side(small: tuple[Path, Path], tmp_path:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y "
-                    "chromium): the headless rendering check needs it")  # fmt: skip
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed (apt-get install -y "
+    "chromium): the headless rendering check needs it",
+)
 def test_report_renders_in_headless_chromium(small: tuple[Path, Path], tmp_path: Path) -> None:
     """Every figure loads: the page's own script lists images that failed to decode."""
     _, out = small
@@ -286,10 +305,21 @@ def test_report_renders_in_headless_chromium(small: tuple[Path, Path], tmp_path:
     )
     probe.write_text(html.replace("</body>", script + "</body>"), encoding="utf-8")
     done = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files",
-         "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=10000",
+            "--dump-dom",
+            probe.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     images = re.search(r'data-images="(\d+)"', done.stdout)
     broken = re.search(r'data-broken="([^"]*)"', done.stdout)
@@ -326,8 +356,13 @@ def test_frontier_is_drawn_when_episodes_carry_token_counts(
     for episodes in sorted((llm / "seeker").glob("*/episodes.jsonl")):
         lines = [json.loads(line) for line in episodes.read_text().splitlines()]
         for n, e in enumerate(lines):
-            totals = {"calls": 1, "prompt_tokens": 100 + n, "completion_tokens": 10,
-                      "cost_usd": 0.001, "unpriced_calls": 0}  # fmt: skip
+            totals = {
+                "calls": 1,
+                "prompt_tokens": 100 + n,
+                "completion_tokens": 10,
+                "cost_usd": 0.001,
+                "unpriced_calls": 0,
+            }
             e["llm"] = {"totals": totals}  # an LLM agent's episode record
         episodes.write_text("".join(json.dumps(e) + "\n" for e in lines))
     write_results(llm, card_config(llm))
@@ -344,9 +379,10 @@ def test_variance_decomposition_on_tiny_data_says_so_and_never_raises() -> None:
 
     one = [{"agent": "a", "belief": "b", "doc_id": "d", "final_completeness": 0.5}]
     assert decompose(one).notes and not decompose(one).factors
-    tiny = [{"agent": a, "belief": "b", "doc_id": d, "final_completeness": c}
-            for a, d, c in (("a", "d1", 0.2), ("b", "d1", 0.2), ("a", "d2", 0.9),
-                            ("b", "d2", 0.9))]  # fmt: skip
+    tiny = [
+        {"agent": a, "belief": "b", "doc_id": d, "final_completeness": c}
+        for a, d, c in (("a", "d1", 0.2), ("b", "d1", 0.2), ("a", "d2", 0.9), ("b", "d2", 0.9))
+    ]
     result = decompose(tiny)
     assert result.observations == 4 and result.notes  # no residual variance: said so
 
@@ -374,7 +410,8 @@ def test_an_llm_table_runs_both_llm_agents_and_replays_byte_identical(
 
     def config(url: str) -> Path:
         path = tmp_path / "llm.toml"
-        path.write_text(f"""
+        path.write_text(
+            f"""
 [seeker]
 agents = []
 seeds = 1
@@ -393,13 +430,27 @@ model = "tiny"
 base_url = "{url}/v1"
 cache = "{tmp_path / "calls.sqlite"}"
 mode = "{"record" if url != "http://127.0.0.1:9" else "replay"}"
-""", encoding="utf-8")  # fmt: skip
+""",
+            encoding="utf-8",
+        )
         return path
 
     handler = scripted(script)
     with serve_http(handler) as url:
-        assert main(["run", "--out", str(tmp_path / "rec"), "--config", str(config(url)),
-                     "--quiet", "--no-report"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    "run",
+                    "--out",
+                    str(tmp_path / "rec"),
+                    "--config",
+                    str(config(url)),
+                    "--quiet",
+                    "--no-report",
+                ]
+            )
+            == 0
+        )
     assert handler.received
     recorded_url = url
 
@@ -409,11 +460,27 @@ mode = "{"record" if url != "http://127.0.0.1:9" else "replay"}"
     monkeypatch.setattr(socket.socket, "connect", refuse)
     text = config(recorded_url).read_text("utf-8").replace('mode = "record"', 'mode = "replay"')
     config(recorded_url).write_text(text, "utf-8")
-    assert main(["run", "--out", str(tmp_path / "rep"), "--config", str(tmp_path / "llm.toml"),
-                 "--quiet", "--no-report"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "run",
+                "--out",
+                str(tmp_path / "rep"),
+                "--config",
+                str(tmp_path / "llm.toml"),
+                "--quiet",
+                "--no-report",
+            ]
+        )
+        == 0
+    )
     rec, rep = _results(tmp_path / "rec"), _results(tmp_path / "rep")
     assert rec == rep
-    assert {"seeker/llm__trajectory/summary.json", "seeker/llm__oracle/episodes.jsonl",
-            "sgr/llm/scores.json", "sgr/llm/llm_totals.json"} <= set(rec)  # fmt: skip
+    assert {
+        "seeker/llm__trajectory/summary.json",
+        "seeker/llm__oracle/episodes.jsonl",
+        "sgr/llm/scores.json",
+        "sgr/llm/llm_totals.json",
+    } <= set(rec)
     assert json.loads((tmp_path / "rep" / "sgr" / "llm" / "llm_run.json").read_text())
     assert main(["verify-run", str(tmp_path / "rep")]) == 0

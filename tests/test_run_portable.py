@@ -33,10 +33,24 @@ def _run(config: Path, out: Path, extra_env: dict[str, str]) -> None:
         if name not in extra_env:
             env.pop(name, None)
     done = subprocess.run(
-        [sys.executable, "-m", "sgrgym", "run", "--out", str(out), "--config", str(config),
-         "--quiet"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "sgrgym",
+            "run",
+            "--out",
+            str(out),
+            "--config",
+            str(config),
+            "--quiet",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -97,9 +97,11 @@ def test_float_ceiling_misrounds_where_the_exact_rank_does_not() -> None:
     # (n + 1)(1 - α) in floats: 10 * (1 - 0.7) = 3.0000000000000004, whose ceiling is 4.
     assert math.ceil(10 * (1 - 0.7)) == 4 and conformal_rank(9, 0.7) == 3
     misrounded = [
-        (n, a) for n in range(200) for a in ALPHAS
+        (n, a)
+        for n in range(200)
+        for a in ALPHAS
         if math.ceil((n + 1) * (1 - a)) != conformal_rank(n, a)
-    ]  # fmt: skip
+    ]
     assert len(misrounded) > 50
     assert conformal_rank(9, Fraction(7, 10)) == conformal_rank(9, "0.7") == 3
 
@@ -264,8 +266,9 @@ def test_seeds_reproduce_byte_identical_pools() -> None:
         "print(build_pool(numbered_corpus([12, 30, 31, 55]), 10, seed=3).sha256)"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, cwd=ROOT, env=env).stdout.strip()  # fmt: skip
+    other = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env
+    ).stdout.strip()
     assert other == pool.sha256
     # Pinned: a change here means a pool no longer reproduces across versions.
     assert pool.sha256 == "925a4c349232240330bb2bbce0d2f6932679f85114da42b9c9ef8853df4ee2b6"
@@ -332,8 +335,9 @@ def test_constant_and_count_baselines() -> None:
     assert const.c_hat[0] == round(float(np.mean(const.c)), 6)
     assert all(p.constant is not None for p in const.protocol.partitions)
     counted = calibrate_estimator(corpus, pool, VisibleCountEstimator(), EstimateCache(), 0.1)
-    assert counted.c_hat == [round(len(s.retrieved) / (len(s.retrieved) + 30), 6)
-                             for s in pool.states]  # fmt: skip
+    assert counted.c_hat == [
+        round(len(s.retrieved) / (len(s.retrieved) + 30), 6) for s in pool.states
+    ]
     assert counted.report.r2 > const.report.r2
     table = render_table([const.report, counted.report])
     assert "constant" in table and "visible-count" in table and "±" in table
@@ -457,11 +461,18 @@ def test_llm_estimator_over_the_recorded_chat_client(tmp_path: Path) -> None:
     assert by_seed[1].coverage <= by_seed[0].coverage or by_seed[1].q_hat >= by_seed[0].q_hat
     # Replay offline: the same report, byte for byte; exclusion drops seed 1's states.
     with ChatClient(url, "test-model", cache_path=cache_file) as replay:
-        again = calibrate_estimator(corpus, pool, LLMEstimator(replay, temperature=0.7),
-                                    EstimateCache(), 0.1, seeds=3)  # fmt: skip
-        excluded = calibrate_estimator(corpus, pool, LLMEstimator(replay, temperature=0.7),
-                                       EstimateCache(), 0.1, seeds=3,
-                                       failure_rule="exclude")  # fmt: skip
+        again = calibrate_estimator(
+            corpus, pool, LLMEstimator(replay, temperature=0.7), EstimateCache(), 0.1, seeds=3
+        )
+        excluded = calibrate_estimator(
+            corpus,
+            pool,
+            LLMEstimator(replay, temperature=0.7),
+            EstimateCache(),
+            0.1,
+            seeds=3,
+            failure_rule="exclude",
+        )
     strip = {"llm", "estimates_computed", "estimates_cached"}
     assert again.report.model_dump_json(exclude=strip) == report.model_dump_json(exclude=strip)
     assert {p.n_calibration for p in excluded.protocol.partitions if p.seed == 1} == {0}
@@ -482,8 +493,9 @@ def test_deterministic_estimators_give_identical_seeds_and_the_partition_is_per_
     for split in range(3):
         parts = [p for p in result.protocol.partitions if p.split == split]
         assert len(parts) == 10 and len({(p.q_hat, p.coverage, p.r2) for p in parts}) == 1
-    resampled = calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1,
-                                    protocol="resampled-partitions")  # fmt: skip
+    resampled = calibrate_estimator(
+        corpus, pool, estimator, EstimateCache(), 0.1, protocol="resampled-partitions"
+    )
     parts = [p for p in resampled.protocol.partitions if p.split == 0]
     assert len({(p.q_hat, p.coverage, p.r2) for p in parts}) > 1
     with pytest.raises(UserError, match="no protocol"):
@@ -515,11 +527,13 @@ def test_stop_step_uses_the_calibrated_lower_bound() -> None:
 
 def test_evaluate_stopping_against_the_horizon() -> None:
     traces = [
-        EpisodeTrace(doc_id="a", seed=0, completeness=(0.1, 0.4, 0.5, 0.6),
-                     c_hat=(0.2, 0.6, 0.7, 0.8)),
-        EpisodeTrace(doc_id="b", seed=0, completeness=(0.0, 0.1, 0.1, 0.2),
-                     c_hat=(0.0, 0.1, 0.2, 0.3)),
-    ]  # fmt: skip
+        EpisodeTrace(
+            doc_id="a", seed=0, completeness=(0.1, 0.4, 0.5, 0.6), c_hat=(0.2, 0.6, 0.7, 0.8)
+        ),
+        EpisodeTrace(
+            doc_id="b", seed=0, completeness=(0.0, 0.1, 0.1, 0.2), c_hat=(0.0, 0.1, 0.2, 0.3)
+        ),
+    ]
     result = evaluate_stopping(traces, q_hat=0.25, delta=0.3)
     assert result.episodes == 2 and result.horizon == 4
     assert result.mean_stop_step == 3.0  # a stops at step 2, b runs to 4
@@ -532,10 +546,16 @@ def test_evaluate_stopping_against_the_horizon() -> None:
     tokened = [t.model_copy(update={"belief_tokens": (10, 20, 30, 40)}) for t in traces]
     # The same episodes run with the rule inside: a ended after step 2, b ran to the horizon.
     live = [
-        tokened[0].model_copy(update={"completeness": (0.1, 0.4), "c_hat": (0.2, 0.6),
-                                      "belief_tokens": (10, 20), "stopped": True}),
+        tokened[0].model_copy(
+            update={
+                "completeness": (0.1, 0.4),
+                "c_hat": (0.2, 0.6),
+                "belief_tokens": (10, 20),
+                "stopped": True,
+            }
+        ),
         tokened[1],
-    ]  # fmt: skip
+    ]
     inside = evaluate_stopping(tokened, q_hat=0.25, delta=0.3, stopped=live)
     assert inside.stopped == inside.stopped_early == 1 and inside.mean_stop_step == 3.0
     assert inside.tokens_saved == 35.0 and inside.tokens_saved_share == round(70 / 200, 6)
@@ -650,12 +670,36 @@ def test_cli_calibrate_json_and_outputs(tiny, tmp_path: Path, capsys) -> None:  
     from sgrgym.cli import main
 
     _, corpus_file, store = tiny
-    common = ["seeker", "calibrate", "--corpus", "tiny", "--corpus-file", str(corpus_file),
-              "--store", str(store), "--interval-width", "2", "--steps", "2",
-              "--quiet"]  # fmt: skip
+    common = [
+        "seeker",
+        "calibrate",
+        "--corpus",
+        "tiny",
+        "--corpus-file",
+        str(corpus_file),
+        "--store",
+        str(store),
+        "--interval-width",
+        "2",
+        "--steps",
+        "2",
+        "--quiet",
+    ]
     out = tmp_path / "out"
-    code = main([*common, "--alpha", "0.2", "--json", "--out", str(out), "--estimator",
-                 "constant", "abstract-coverage", "visible-count"])  # fmt: skip
+    code = main(
+        [
+            *common,
+            "--alpha",
+            "0.2",
+            "--json",
+            "--out",
+            str(out),
+            "--estimator",
+            "constant",
+            "abstract-coverage",
+            "visible-count",
+        ]
+    )
     lines = capsys.readouterr().out.strip().splitlines()
     assert code == 0 and len(lines) == 3
     reports = [json.loads(line) for line in lines]
@@ -672,8 +716,18 @@ def test_cli_calibrate_json_and_outputs(tiny, tmp_path: Path, capsys) -> None:  
     assert len(scores["scores"]) == 12 and len(scores["q_hat_by_partition"]) == 30
     assert (out / "abstract-coverage" / "episodes.jsonl").is_file()
     # The same command again writes the same pool and pairs.
-    main([*common, "--alpha", "0.2", "--json", "--out", str(tmp_path / "again"),
-          "--estimator", "visible-count"])  # fmt: skip
+    main(
+        [
+            *common,
+            "--alpha",
+            "0.2",
+            "--json",
+            "--out",
+            str(tmp_path / "again"),
+            "--estimator",
+            "visible-count",
+        ]
+    )
     capsys.readouterr()
     assert (tmp_path / "again" / "pool.jsonl").read_bytes() == pool
     again = (tmp_path / "again" / "visible-count" / "pairs.jsonl").read_text().splitlines()
@@ -697,11 +751,36 @@ def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) ->
     handler = scripted(scripted_replies)
     cache = tmp_path / "llm.sqlite"
     with serve_http(handler) as url:
-        common = ["seeker", "calibrate", "--corpus", "tiny", "--corpus-file", str(corpus_file),
-                  "--store", str(store), "--interval-width", "2", "--steps", "2", "--quiet",
-                  "--json", "--alpha", "0.2", "--estimator", "llm", "--llm-model", "tiny-llm",
-                  "--base-url", url, "--llm-cache", str(cache), "--seeds", "2",
-                  "--temperature", "0.5"]  # fmt: skip
+        common = [
+            "seeker",
+            "calibrate",
+            "--corpus",
+            "tiny",
+            "--corpus-file",
+            str(corpus_file),
+            "--store",
+            str(store),
+            "--interval-width",
+            "2",
+            "--steps",
+            "2",
+            "--quiet",
+            "--json",
+            "--alpha",
+            "0.2",
+            "--estimator",
+            "llm",
+            "--llm-model",
+            "tiny-llm",
+            "--base-url",
+            url,
+            "--llm-cache",
+            str(cache),
+            "--seeds",
+            "2",
+            "--temperature",
+            "0.5",
+        ]
         assert main([*common, "--llm-mode", "record"]) == 0
     recorded = json.loads(capsys.readouterr().out)
     assert recorded["estimator_seeded"] and recorded["seeds"] == 2

@@ -19,8 +19,9 @@ def sectioned(n_passages: int, sections: int, short: int = 0, captions: int = 0)
     long_text = words(48 * 4)
     texts = [f"Figure {i + 1}: {words(200)}" for i in range(captions)]
     texts += [words(47 * 4 + 3)] * short + [long_text] * (n_passages - short - captions)
-    return make_document("s", "T", words(400), "t",
-                         (((f"S{i % sections}",), t) for i, t in enumerate(texts)))  # fmt: skip
+    return make_document(
+        "s", "T", words(400), "t", (((f"S{i % sections}",), t) for i, t in enumerate(texts))
+    )
 
 
 @pytest.mark.parametrize(

@@ -131,9 +131,16 @@ def _tarball(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_sdist_reader_skips_releases_theme_and_build_files(tmp_path: Path) -> None:
-    sdist = _tarball(tmp_path, {"topics/cache.txt": PAGE, "releases/6.1.txt": PAGE,
-                                "requirements.txt": "sphinx", "index.txt": "x",
-                                "topics/notes.rst": PAGE})  # fmt: skip
+    sdist = _tarball(
+        tmp_path,
+        {
+            "topics/cache.txt": PAGE,
+            "releases/6.1.txt": PAGE,
+            "requirements.txt": "sphinx",
+            "index.txt": "x",
+            "topics/notes.rst": PAGE,
+        },
+    )
     assert list(read_sources(sdist)) == ["topics/cache"]
     (tmp_path / "bad.tar.gz").write_bytes(b"not a tarball")
     with pytest.raises(UserError, match=r"bad\.tar\.gz: cannot read the Django docs"):

@@ -50,9 +50,12 @@ def embedder() -> OnnxMiniLM:
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxMiniLM) -> tuple[Corpus, Path]:
     doc = make_document(
-        "tea", "Tea", "How tea is grown, processed and brewed, and how it was traded.", "food",
+        "tea",
+        "Tea",
+        "How tea is grown, processed and brewed, and how it was traded.",
+        "food",
         PASSAGES,
-    )  # fmt: skip
+    )
     corpus = Corpus(name="tiny", source=CorpusSource(kind="test"), documents=(doc,))
     rows = [PassageRow(doc.id, p.id, " > ".join(p.section), p.order, p.text) for p in doc.passages]
     path = tmp_path_factory.mktemp("store") / "tiny__minilm"
@@ -112,18 +115,39 @@ def test_runs_are_byte_identical_and_baselines_are_honest(
     tmp_path: Path,  # type: ignore[no-untyped-def]
 ) -> None:
     for name in ("a", "b"):
-        run_seeker(env_for(tiny, embedder), SentencesAgent(per_step=1), belief_renderer("dedup"),
-                   "dedup", ["tea"], 2, tmp_path / name)  # fmt: skip
+        run_seeker(
+            env_for(tiny, embedder),
+            SentencesAgent(per_step=1),
+            belief_renderer("dedup"),
+            "dedup",
+            ["tea"],
+            2,
+            tmp_path / name,
+        )
     for file in ("episodes.jsonl", "summary.json"):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
     summary = json.loads((tmp_path / "a" / "summary.json").read_text())
     assert summary["episodes"] == 2 and len(summary["completeness_by_step"]) == 3
     assert summary["completeness_by_step"] == sorted(summary["completeness_by_step"])
-    oracle = run_seeker(env_for(tiny, embedder, 1), OracleTextAgent(), belief_renderer("oracle"),
-                        "oracle", ["tea"], 1, tmp_path / "oracle")  # fmt: skip
+    oracle = run_seeker(
+        env_for(tiny, embedder, 1),
+        OracleTextAgent(),
+        belief_renderer("oracle"),
+        "oracle",
+        ["tea"],
+        1,
+        tmp_path / "oracle",
+    )
     assert oracle.final_completeness == 1.0
-    phrases = run_seeker(env_for(tiny, embedder), PhrasesAgent(), belief_renderer("trajectory"),
-                         "trajectory", ["tea"], 1, tmp_path / "phrases")  # fmt: skip
+    phrases = run_seeker(
+        env_for(tiny, embedder),
+        PhrasesAgent(),
+        belief_renderer("trajectory"),
+        "trajectory",
+        ["tea"],
+        1,
+        tmp_path / "phrases",
+    )
     assert phrases.final_completeness < 1.0
 
 
@@ -205,13 +229,45 @@ def test_cli_run_and_sweep(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[s
     corpus, store = tiny
     corpus_file = tmp_path / "tiny.jsonl"
     save_corpus(corpus, corpus_file)
-    common = ["--corpus", "tiny", "--corpus-file", str(corpus_file), "--store", str(store),
-              "--steps", "2", "--quiet"]  # fmt: skip
+    common = [
+        "--corpus",
+        "tiny",
+        "--corpus-file",
+        str(corpus_file),
+        "--store",
+        str(store),
+        "--steps",
+        "2",
+        "--quiet",
+    ]
     # The CLI reads the model from embeddings/models under the working folder (the repo root).
-    code = main(["seeker", "run", *common, "--agent", "oracle-text", "--out",
-                 str(tmp_path / "run"), "--json"])  # fmt: skip
+    code = main(
+        [
+            "seeker",
+            "run",
+            *common,
+            "--agent",
+            "oracle-text",
+            "--out",
+            str(tmp_path / "run"),
+            "--json",
+        ]
+    )
     assert code == 0 and json.loads(capsys.readouterr().out)["final_completeness"] == 1.0
-    code = main(["seeker", "sweep-theta", *common, "--agent", "phrases", "--thetas", "0.5",
-                 "0.9", "--out", str(tmp_path / "sweep"), "--json"])  # fmt: skip
+    code = main(
+        [
+            "seeker",
+            "sweep-theta",
+            *common,
+            "--agent",
+            "phrases",
+            "--thetas",
+            "0.5",
+            "0.9",
+            "--out",
+            str(tmp_path / "sweep"),
+            "--json",
+        ]
+    )
     sweep = json.loads(capsys.readouterr().out)["final_completeness"]
     assert code == 0 and sweep["0.50"] >= sweep["0.90"]

@@ -35,8 +35,9 @@ PASSAGES = [
 @pytest.fixture(scope="module")
 def seeker(tmp_path_factory: pytest.TempPathFactory) -> SeekerEnv:
     embedder = OnnxMiniLM(MODELS / "all-MiniLM-L6-v2", manifest_path=MODELS / "manifest.json")
-    doc = make_document("tea", "Tea — a “leaf” story", "How tea is grown, brewed and traded.",
-                        "food", PASSAGES)  # fmt: skip
+    doc = make_document(
+        "tea", "Tea — a “leaf” story", "How tea is grown, brewed and traded.", "food", PASSAGES
+    )
     corpus = Corpus(name="tiny", source=CorpusSource(kind="test"), documents=(doc,))
     rows = [PassageRow(doc.id, p.id, " > ".join(p.section), p.order, p.text) for p in doc.passages]
     path = tmp_path_factory.mktemp("gym") / "tiny__minilm"

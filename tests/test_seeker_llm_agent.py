@@ -29,25 +29,39 @@ SECRET = "sk-seeker-secret-777"
 RESULTS = ("run.json", "episodes.jsonl", "summary.json", "complete.json")
 
 DOCS = {
-    "tea": ("How tea is grown, processed, brewed and traded.", [
-        "Green tea leaves are steamed or pan-fired soon after picking to stop oxidation.",
-        "Water just below boiling keeps green tea from turning bitter.",
-        "Tea bushes grow best on acidic soil with steady rainfall.",
-        "Clipper ships raced to carry the first tea of the season to London.",
-    ]),
-    "bees": ("How honey bees live, forage and make honey.", [
-        "A colony has one queen, thousands of workers and a few hundred drones.",
-        "Foragers tell each other where flowers are with a waggle dance.",
-        "Nectar is dried by fanning wings until it thickens into honey.",
-        "Beekeepers smoke the hive to calm the bees before opening it.",
-    ]),
-}  # fmt: skip
+    "tea": (
+        "How tea is grown, processed, brewed and traded.",
+        [
+            "Green tea leaves are steamed or pan-fired soon after picking to stop oxidation.",
+            "Water just below boiling keeps green tea from turning bitter.",
+            "Tea bushes grow best on acidic soil with steady rainfall.",
+            "Clipper ships raced to carry the first tea of the season to London.",
+        ],
+    ),
+    "bees": (
+        "How honey bees live, forage and make honey.",
+        [
+            "A colony has one queen, thousands of workers and a few hundred drones.",
+            "Foragers tell each other where flowers are with a waggle dance.",
+            "Nectar is dried by fanning wings until it thickens into honey.",
+            "Beekeepers smoke the hive to calm the bees before opening it.",
+        ],
+    ),
+}
 QUERIES = {
-    "Tea": ["brewing green tea with hot water", "ships carrying tea to London",
-            "soil and rain for tea plants", "steaming fresh tea leaves"],
-    "Bees": ["the queen and the workers of a colony", "the waggle dance of foragers",
-             "turning nectar into honey", "smoke calms the hive"],
-}  # fmt: skip
+    "Tea": [
+        "brewing green tea with hot water",
+        "ships carrying tea to London",
+        "soil and rain for tea plants",
+        "steaming fresh tea leaves",
+    ],
+    "Bees": [
+        "the queen and the workers of a colony",
+        "the waggle dance of foragers",
+        "turning nectar into honey",
+        "smoke calms the hive",
+    ],
+}
 
 
 def chat_reply(body: dict[str, Any]) -> str:
@@ -106,11 +120,33 @@ def prices_file(tmp_path: Path) -> Path:
 def run_args(tiny: tuple[Path, Path], url: str, cache: Path, out: Path, *extra: str) -> list[str]:
     corpus_file, store = tiny
     return [
-        "seeker", "run", "--corpus", "tiny", "--corpus-file", str(corpus_file),
-        "--store", str(store), "--agent", "llm", "--llm-model", "tiny-llm", "--base-url",
-        url + "/v1", "--api-key-env", "SGRGYM_SEEKER_KEY", "--llm-cache", str(cache),
-        "--belief", "dedup", "--steps", "3", "--quiet", "--out", str(out), *extra,
-    ]  # fmt: skip
+        "seeker",
+        "run",
+        "--corpus",
+        "tiny",
+        "--corpus-file",
+        str(corpus_file),
+        "--store",
+        str(store),
+        "--agent",
+        "llm",
+        "--llm-model",
+        "tiny-llm",
+        "--base-url",
+        url + "/v1",
+        "--api-key-env",
+        "SGRGYM_SEEKER_KEY",
+        "--llm-cache",
+        str(cache),
+        "--belief",
+        "dedup",
+        "--steps",
+        "3",
+        "--quiet",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def results(folder: Path) -> dict[str, bytes]:
@@ -142,8 +178,9 @@ def test_parse_queries(reply: str, count: int, queries: list[str], form: str) ->
 
 
 def test_parse_queries_with_an_estimate() -> None:
-    parsed = parse_queries("Query: python 3.11 release\nQuery: 20 modules\nCompleteness: 0.35",
-                           3, estimate=True)  # fmt: skip
+    parsed = parse_queries(
+        "Query: python 3.11 release\nQuery: 20 modules\nCompleteness: 0.35", 3, estimate=True
+    )
     assert parsed.queries == ["python 3.11 release", "20 modules"] and parsed.c_hat == 0.35
     missing = parse_queries("Query: alpha", 3, estimate=True)
     assert missing.queries == ["alpha"] and missing.c_hat is None
@@ -152,16 +189,20 @@ def test_parse_queries_with_an_estimate() -> None:
 
 @needs_model
 def test_record_then_replay_offline_is_byte_identical(
-    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tiny: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("SGRGYM_SEEKER_KEY", SECRET)
     cache = tmp_path / "calls.sqlite"
     prices = ["--prices", str(prices_file(tmp_path)), "--seeds", "4"]
     handler = scripted(chat_reply)
     with serve_http(handler) as url:
-        assert main([*run_args(tiny, url, cache, tmp_path / "rec"), *prices,
-                     "--llm-mode", "record"]) == 0  # fmt: skip
+        assert (
+            main([*run_args(tiny, url, cache, tmp_path / "rec"), *prices, "--llm-mode", "record"])
+            == 0
+        )
     sent = len(handler.received)
     calls = [c for e in episodes(tmp_path / "rec") for c in e["llm"]["calls"]]
     assert len(calls) == 2 * 4 * 3  # 2 documents x 4 seeds x 3 steps, one call a step
@@ -175,8 +216,10 @@ def test_record_then_replay_offline_is_byte_identical(
     out = capsys.readouterr().out
     assert "LLM: 24 calls" in out and "malformed replies" in out
     assert results(tmp_path / "rec") == results(tmp_path / "replay")
-    logs = {m: json.loads((tmp_path / f / "llm_run.json").read_text())
-            for m, f in (("record", "rec"), ("replay", "replay"))}  # fmt: skip
+    logs = {
+        m: json.loads((tmp_path / f / "llm_run.json").read_text())
+        for m, f in (("record", "rec"), ("replay", "replay"))
+    }
     assert logs["record"]["mode"] == "record" and logs["record"]["from_cache"] == 24 - sent
     assert logs["replay"]["mode"] == "replay" and logs["replay"]["from_cache"] == 24
     for name in (*RESULTS, "llm_run.json"):
@@ -210,24 +253,30 @@ def test_record_then_replay_offline_is_byte_identical(
     assert summary["llm"]["malformed_replies"] == len(malformed)
     seed3 = [e for e in records if e["seed"] == 3]
     assert all(e["steps"][1]["queries"] == [] for e in seed3)
-    assert all(r["form"] == "query-lines" for e in records if e["seed"] != 3
-               for r in e["llm"]["replies"])  # fmt: skip
+    assert all(
+        r["form"] == "query-lines" for e in records if e["seed"] != 3 for r in e["llm"]["replies"]
+    )
     assert summary["final_completeness"] > 0
 
 
 @needs_model
 def test_a_changed_prompt_in_replay_is_a_clear_miss(
-    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tiny: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("SGRGYM_SEEKER_KEY", SECRET)
     cache = tmp_path / "calls.sqlite"
     with serve_http(scripted(chat_reply)) as url:
         assert main([*run_args(tiny, url, cache, tmp_path / "rec"), "--llm-mode", "record"]) == 0
     packaged = json.loads((ROOT / "sgrgym/seeker/prompts/queries-v1.json").read_text())
     changed = tmp_path / "queries-v2.json"
-    changed.write_text(json.dumps({**packaged, "version": "queries-v2",
-                                   "system": packaged["system"] + " Be brief."}))  # fmt: skip
+    changed.write_text(
+        json.dumps(
+            {**packaged, "version": "queries-v2", "system": packaged["system"] + " Be brief."}
+        )
+    )
     no_connections(monkeypatch)
     capsys.readouterr()
     code = main([*run_args(tiny, url, cache, tmp_path / "changed"), "--prompt", str(changed)])
@@ -241,18 +290,40 @@ def test_a_changed_prompt_in_replay_is_a_clear_miss(
 
 @needs_model
 def test_eight_parallel_jobs_share_one_cache_and_match_one_job(
-    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tiny: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("SGRGYM_SEEKER_KEY", SECRET)
     seeds = ["--seeds", "6", "--belief", "oracle"]
     handler = scripted(chat_reply)
     with serve_http(handler) as url:
-        assert main([*run_args(tiny, url, tmp_path / "eight.sqlite", tmp_path / "j8"), *seeds,
-                     "--jobs", "8", "--llm-mode", "record"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    *run_args(tiny, url, tmp_path / "eight.sqlite", tmp_path / "j8"),
+                    *seeds,
+                    "--jobs",
+                    "8",
+                    "--llm-mode",
+                    "record",
+                ]
+            )
+            == 0
+        )
         eight = len(handler.received)
-        assert main([*run_args(tiny, url, tmp_path / "one.sqlite", tmp_path / "j1"), *seeds,
-                     "--llm-mode", "record"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    *run_args(tiny, url, tmp_path / "one.sqlite", tmp_path / "j1"),
+                    *seeds,
+                    "--llm-mode",
+                    "record",
+                ]
+            )
+            == 0
+        )
     err = capsys.readouterr().err
     assert "database is locked" not in err
     assert results(tmp_path / "j8") == results(tmp_path / "j1")
@@ -261,24 +332,51 @@ def test_eight_parallel_jobs_share_one_cache_and_match_one_job(
     # Every distinct request was sent once by each run (8 threads, one cache file).
     assert eight == len(handler.received) - eight == len({c["request_hash"] for c in calls})
     no_connections(monkeypatch)
-    assert main([*run_args(tiny, url, tmp_path / "eight.sqlite", tmp_path / "r8"), *seeds,
-                 "--jobs", "8"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                *run_args(tiny, url, tmp_path / "eight.sqlite", tmp_path / "r8"),
+                *seeds,
+                "--jobs",
+                "8",
+            ]
+        )
+        == 0
+    )
     assert results(tmp_path / "r8") == results(tmp_path / "j1")
     assert json.loads((tmp_path / "r8" / "llm_run.json").read_text())["from_cache"] == len(calls)
 
 
 @needs_model
 def test_calibrated_stopping_uses_the_estimate_of_the_same_reply(
-    tiny: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    tiny: tuple[Path, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+) -> None:
     monkeypatch.setenv("SGRGYM_SEEKER_KEY", SECRET)
     handler = scripted(chat_reply)
     with serve_http(handler) as url:
         # ĉ = 0.3 + 0.2 x (passages shown); stop when ĉ - 0.1 >= 0.5, i.e. 2 passages shown.
         args = run_args(tiny, url, tmp_path / "c.sqlite", tmp_path / "stop")
-        assert main([*args, "--stop-q-hat", "0.1", "--stop-delta", "0.5", "--llm-seed", "7",
-                     "--llm-mode", "record", "--queries-per-step", "1"]) == 0  # fmt: skip
+        assert (
+            main(
+                [
+                    *args,
+                    "--stop-q-hat",
+                    "0.1",
+                    "--stop-delta",
+                    "0.5",
+                    "--llm-seed",
+                    "7",
+                    "--llm-mode",
+                    "record",
+                    "--queries-per-step",
+                    "1",
+                ]
+            )
+            == 0
+        )
         assert main([*args[:-2], "--out", str(tmp_path / "bad"), "--stop-q-hat", "0.1"]) == 2
         other = [a if a != "llm" else "sentences" for a in args]
         assert main([*other[:-2], "--out", str(tmp_path / "bad2"), "--llm-estimate"]) == 2

@@ -54,8 +54,21 @@ def test_seeker_run_on_a_damaged_store_is_exit_2(
     store_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (store_copy / "manifest.json").write_text('{"corpus": "djangodocs"}', encoding="utf-8")
-    code = main(["seeker", "run", "--store", str(store_copy), "--docs", "howto/auth-remote-user",
-                 "--steps", "1", "--out", str(tmp_path / "run"), "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "seeker",
+            "run",
+            "--store",
+            str(store_copy),
+            "--docs",
+            "howto/auth-remote-user",
+            "--steps",
+            "1",
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and str(store_copy / "manifest.json") in err and "Traceback" not in err
 
@@ -70,12 +83,31 @@ def _flip_a_doc_id(tmp_path: Path) -> Path:
 
 
 READERS = [
-    ["seeker", "calibrate", "--estimator", "constant", "--no-stopping", "--splits", "1",
-     "--seeds", "1", "--quiet"],
+    [
+        "seeker",
+        "calibrate",
+        "--estimator",
+        "constant",
+        "--no-stopping",
+        "--splits",
+        "1",
+        "--seeds",
+        "1",
+        "--quiet",
+    ],
     ["seeker", "calibrate", "--estimator", "visible-count", "--no-stopping", "--quiet"],
-    ["seeker", "run", "--docs", "howto/auth-remote-usex", "--steps", "1", "--quiet", "--out",
-     "{T}"],
-]  # fmt: skip
+    [
+        "seeker",
+        "run",
+        "--docs",
+        "howto/auth-remote-usex",
+        "--steps",
+        "1",
+        "--quiet",
+        "--out",
+        "{T}",
+    ],
+]
 
 
 @pytest.mark.parametrize("argv", READERS)

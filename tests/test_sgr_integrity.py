@@ -51,8 +51,18 @@ def test_resume_refused_after_a_user_task_file_changed(
     tasks.parent.mkdir()
     shutil.copy(REPO / "tasks/sgr/places/constraint.jsonl", tasks)
     out = tmp_path / "run"
-    argv = ["sgr", "run", "--agent", "default", "--tasks", str(tasks), "--out", str(out),
-            "--quiet", "--json"]  # fmt: skip
+    argv = [
+        "sgr",
+        "run",
+        "--agent",
+        "default",
+        "--tasks",
+        str(tasks),
+        "--out",
+        str(out),
+        "--quiet",
+        "--json",
+    ]
     assert main(argv) == 0
     assert str(tasks) in json.loads((out / "run.json").read_text())["task_files"]
     _change_a_digit(tasks)
@@ -88,12 +98,35 @@ def test_changed_site_model_names_the_manifest(
     pack_copy: Path, edit: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _edit_cwe_model(pack_copy, edit)
-    code = main(["sgr", "run", "--pack", str(pack_copy), "--agent", "oracle", "--tasks",
-                 str(REPO / CWE_TASKS), "--out", str(tmp_path / "run"), "--quiet"])  # fmt: skip
+    code = main(
+        [
+            "sgr",
+            "run",
+            "--pack",
+            str(pack_copy),
+            "--agent",
+            "oracle",
+            "--tasks",
+            str(REPO / CWE_TASKS),
+            "--out",
+            str(tmp_path / "run"),
+            "--quiet",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2, err
     assert str(pack_copy / "manifest.json") in err and "build-packs" in err
-    code = main(["sgr", "states", "--pack", str(pack_copy), "--task", "cwe_001", "--tasks",
-                 str(REPO / CWE_TASKS)])  # fmt: skip
+    code = main(
+        [
+            "sgr",
+            "states",
+            "--pack",
+            str(pack_copy),
+            "--task",
+            "cwe_001",
+            "--tasks",
+            str(REPO / CWE_TASKS),
+        ]
+    )
     assert code == 2
     assert str(pack_copy / "manifest.json") in capsys.readouterr().err

@@ -31,8 +31,14 @@ from sgrgym.snapshot.replay import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 PACK = ROOT / "snapshots" / "demo"
-RESULTS = ("answers.jsonl", "trajectories.jsonl", "scores.json", LLM_TOTALS, "run.json",
-           "complete.json")  # fmt: skip
+RESULTS = (
+    "answers.jsonl",
+    "trajectories.jsonl",
+    "scores.json",
+    LLM_TOTALS,
+    "run.json",
+    "complete.json",
+)
 TASKS_TAKEN = 8  # the first constraint and goal variants of each site's files, 8 in all
 RESULT_CHARS = 1200
 PRICES = {"models": {"tiny-sgr": {"prompt": 0.5, "completion": 2.0}}}
@@ -54,8 +60,11 @@ def demo_tasks(tmp_path: Path) -> tuple[Path, dict[str, str]]:
 
 
 def call(name: str, arguments: dict[str, str], turn: int) -> dict[str, Any]:
-    return {"id": f"c{turn}", "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+    return {
+        "id": f"c{turn}",
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
 
 
 def script_for(answers: dict[str, str]) -> Any:
@@ -72,8 +81,10 @@ def script_for(answers: dict[str, str]) -> Any:
         turn = sum(m["role"] == "assistant" for m in messages)
         usage = {"prompt_tokens": len(json.dumps(messages)) // 4, "completion_tokens": 9 + turn}
         if turn == 0:
-            return {"tool_calls": [call("search", {"query": instruction[:80]}, turn)],
-                    "usage": usage}  # fmt: skip
+            return {
+                "tool_calls": [call("search", {"query": instruction[:80]}, turn)],
+                "usage": usage,
+            }
         if turn == 1:
             url = re.search(r"http://\S+", messages[-1]["content"])
             assert url is not None
@@ -82,8 +93,7 @@ def script_for(answers: dict[str, str]) -> Any:
         if turn == 2:
             return {"tool_calls": [call("browse", {"url": "x"}, turn)], "usage": usage}
         if turn == 3 and even:
-            return {"tool_calls": [call("submit_answer", {"answer": answer}, turn)],
-                    "usage": usage}  # fmt: skip
+            return {"tool_calls": [call("submit_answer", {"answer": answer}, turn)], "usage": usage}
         return {"content": "Submitted." if even else f"```\n{answer}\n```", "usage": usage}
 
     return script
@@ -92,12 +102,34 @@ def script_for(answers: dict[str, str]) -> Any:
 def run_llm(
     out: Path, cache: Path, url: str, tasks: Path, prices: Path, *extra: str, mode: str = "record"
 ) -> int:
-    return main([
-        "sgr", "run", "--agent", "llm", "--pack", str(PACK), "--tasks", str(tasks),
-        "--out", str(out), "--llm-model", "tiny-sgr", "--base-url", url + "/v1",
-        "--llm-cache", str(cache), "--llm-mode", mode, "--prices", str(prices),
-        "--llm-result-chars", str(RESULT_CHARS), "--quiet", *extra,
-    ])  # fmt: skip
+    return main(
+        [
+            "sgr",
+            "run",
+            "--agent",
+            "llm",
+            "--pack",
+            str(PACK),
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(out),
+            "--llm-model",
+            "tiny-sgr",
+            "--base-url",
+            url + "/v1",
+            "--llm-cache",
+            str(cache),
+            "--llm-mode",
+            mode,
+            "--prices",
+            str(prices),
+            "--llm-result-chars",
+            str(RESULT_CHARS),
+            "--quiet",
+            *extra,
+        ]
+    )
 
 
 def refuse_connections(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -124,10 +156,17 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     with serve_http(handler) as url:
         assert run_llm(root / "one", root / "one.sqlite", url, tasks, prices) == 0
         requests = len(handler.received)
-        assert run_llm(root / "eight", root / "eight.sqlite", url, tasks, prices,
-                       "--jobs", "8") == 0  # fmt: skip
-    return {"root": root, "url": url, "tasks": tasks, "prices": prices, "answers": answers,
-            "requests": handler.received[:requests]}  # fmt: skip
+        assert (
+            run_llm(root / "eight", root / "eight.sqlite", url, tasks, prices, "--jobs", "8") == 0
+        )
+    return {
+        "root": root,
+        "url": url,
+        "tasks": tasks,
+        "prices": prices,
+        "answers": answers,
+        "requests": handler.received[:requests],
+    }
 
 
 def trajectories(out: Path) -> list[dict[str, Any]]:
@@ -147,13 +186,16 @@ def test_llm_episodes_use_both_tool_call_forms_and_the_shared_tools(
         llm = record["llm"]
         assert record["diagnostics"]["category"]  # appendix G labels, as for built-in agents
         assert [c["tool_call_source"] for c in llm["calls"]][:3] == ["native", "text", "native"]
-        assert llm["malformed"] == ["turn 3: no tool 'browse'; tools: search, fetch, pdf, "
-                                    "submit_answer"]  # fmt: skip
+        assert llm["malformed"] == [
+            "turn 3: no tool 'browse'; tools: search, fetch, pdf, submit_answer"
+        ]
         assert llm["totals"]["malformed_replies"] == 1
         assert llm["totals"]["text_tool_calls"] == 1
         assert llm["answer_source"] in ("submit_answer", "last message")
-        assert all(c["requested_model"] == "tiny-sgr" and c["model"] == "served-model-7b"
-                   for c in llm["calls"])  # fmt: skip
+        assert all(
+            c["requested_model"] == "tiny-sgr" and c["model"] == "served-model-7b"
+            for c in llm["calls"]
+        )
         assert all(c["params"] == {"seed": 0, "temperature": 0.0} for c in llm["calls"])
     sources = {r["llm"]["answer_source"] for r in records}
     assert sources == {"submit_answer", "last message"}
@@ -163,8 +205,11 @@ def test_llm_episodes_use_both_tool_call_forms_and_the_shared_tools(
     # The tools offered are the MCP server's (one schema file), operate not among them.
     first = recorded["requests"][0]
     assert [t["function"]["name"] for t in first["tools"]] == [
-        "search", "fetch", "pdf", "submit_answer"
-    ]  # fmt: skip
+        "search",
+        "fetch",
+        "pdf",
+        "submit_answer",
+    ]
     assert "operate(" not in first["messages"][0]["content"]
 
 
@@ -180,8 +225,21 @@ def test_sgr_audit_reads_llm_runs(
 def test_jobs_change_nothing_for_built_in_agents(tmp_path: Path) -> None:
     tasks, _ = demo_tasks(tmp_path)
     for jobs in ("1", "4"):
-        argv = ["sgr", "run", "--agent", "explore", "--pack", str(PACK), "--tasks", str(tasks),
-                "--out", str(tmp_path / jobs), "--jobs", jobs, "--quiet"]  # fmt: skip
+        argv = [
+            "sgr",
+            "run",
+            "--agent",
+            "explore",
+            "--pack",
+            str(PACK),
+            "--tasks",
+            str(tasks),
+            "--out",
+            str(tmp_path / jobs),
+            "--jobs",
+            jobs,
+            "--quiet",
+        ]
         assert main(argv) == 0
     for name in ("answers.jsonl", "trajectories.jsonl", "scores.json", "complete.json"):
         assert (tmp_path / "1" / name).read_bytes() == (tmp_path / "4" / name).read_bytes()
@@ -189,18 +247,29 @@ def test_jobs_change_nothing_for_built_in_agents(tmp_path: Path) -> None:
 
 def test_tool_results_are_cut_and_old_ones_elided(recorded: dict[str, Any]) -> None:
     for body in recorded["requests"]:
-        results = [m for m in body["messages"] if m["role"] == "tool" or (
-            m["role"] == "user" and m["content"].startswith("Result of "))]  # fmt: skip
+        results = [
+            m
+            for m in body["messages"]
+            if m["role"] == "tool"
+            or (m["role"] == "user" and m["content"].startswith("Result of "))
+        ]
         full = [m for m in results if "result removed to keep" not in m["content"]]
         assert len(full) <= 2
         longest = len(cut("x" * (RESULT_CHARS + 99999), RESULT_CHARS))
         for message in full:
             text = re.sub(r"^Result of \w+:\n", "", message["content"])
             assert len(text) <= longest
-    assert any("more characters cut" in m["content"] for b in recorded["requests"]
-               for m in b["messages"] if m["role"] == "tool")  # fmt: skip
-    assert any("result removed to keep" in str(m["content"]) for b in recorded["requests"]
-               for m in b["messages"])  # fmt: skip
+    assert any(
+        "more characters cut" in m["content"]
+        for b in recorded["requests"]
+        for m in b["messages"]
+        if m["role"] == "tool"
+    )
+    assert any(
+        "result removed to keep" in str(m["content"])
+        for b in recorded["requests"]
+        for m in b["messages"]
+    )
 
 
 def test_totals_add_up(recorded: dict[str, Any]) -> None:
@@ -214,8 +283,13 @@ def test_totals_add_up(recorded: dict[str, Any]) -> None:
     assert run.prompt_tokens == sum(c["prompt_tokens"] for c in calls)
     assert run.completion_tokens == sum(c["completion_tokens"] for c in calls)
     price = PRICES["models"]["tiny-sgr"]
-    expected = sum(c["prompt_tokens"] * price["prompt"] + c["completion_tokens"]
-                   * price["completion"] for c in calls) / 1e6  # fmt: skip
+    expected = (
+        sum(
+            c["prompt_tokens"] * price["prompt"] + c["completion_tokens"] * price["completion"]
+            for c in calls
+        )
+        / 1e6
+    )
     assert run.cost_usd == pytest.approx(expected, abs=1e-9) and run.cost_usd > 0
     assert run.unpriced_calls == 0 and run.malformed_replies == TASKS_TAKEN
     assert run.text_tool_calls == TASKS_TAKEN
@@ -239,28 +313,66 @@ def test_replay_offline_is_byte_identical_and_a_changed_prompt_misses(
     assert log["network_attempts"] == 0
     # 8 jobs: recorded and replayed, the same results as one job.
     same_results(root / "one", root / "eight")
-    assert run_llm(root / "replay8", root / "one.sqlite", url, *args, "--jobs", "8",
-                   mode="replay") == 0  # fmt: skip
+    assert (
+        run_llm(root / "replay8", root / "one.sqlite", url, *args, "--jobs", "8", mode="replay")
+        == 0
+    )
     same_results(root / "one", root / "replay8")
     # A changed prompt (another date) is not in the cache: a clear error, exit 2.
     capsys.readouterr()
-    code = run_llm(root / "changed", root / "one.sqlite", url, *args, "--current-date",
-                   "2026-02-02", mode="replay")  # fmt: skip
+    code = run_llm(
+        root / "changed",
+        root / "one.sqlite",
+        url,
+        *args,
+        "--current-date",
+        "2026-02-02",
+        mode="replay",
+    )
     err = capsys.readouterr().err
     assert code == 2
-    assert re.search(r"chat completion not in the cache .*one\.sqlite \(request [0-9a-f]{64}, "
-                     r"model tiny-sgr, episode \w+\)", err), err  # fmt: skip
+    assert re.search(
+        r"chat completion not in the cache .*one\.sqlite \(request [0-9a-f]{64}, "
+        r"model tiny-sgr, episode \w+\)",
+        err,
+    ), err
     assert "Traceback" not in err
     answers = root / "changed" / "answers.jsonl"
     assert not answers.exists() or not answers.read_text()  # the episode is not recorded
 
 
 def test_llm_agent_needs_its_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sgr", "run", "--agent", "llm", "--pack", str(PACK), "--out", str(tmp_path),
-                 "--base-url", "http://127.0.0.1:9/v1", "--llm-model", "m"])  # fmt: skip
+    code = main(
+        [
+            "sgr",
+            "run",
+            "--agent",
+            "llm",
+            "--pack",
+            str(PACK),
+            "--out",
+            str(tmp_path),
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-model",
+            "m",
+        ]
+    )
     assert code == 2 and "--llm-cache FILE" in capsys.readouterr().err
-    code = main(["sgr", "run", "--agent", "llm", "--pack", str(PACK), "--out", str(tmp_path),
-                 "--llm-cache", str(tmp_path / "c.sqlite")])  # fmt: skip
+    code = main(
+        [
+            "sgr",
+            "run",
+            "--agent",
+            "llm",
+            "--pack",
+            str(PACK),
+            "--out",
+            str(tmp_path),
+            "--llm-cache",
+            str(tmp_path / "c.sqlite"),
+        ]
+    )
     assert code == 2 and "needs a model" in capsys.readouterr().err
 
 
@@ -278,8 +390,9 @@ def episode_with(
     world: tuple[SgrEnv, ScoringTask], tmp_path: Path, script: Any, max_turns: int = 6
 ) -> tuple[Episode, dict[str, Any]]:
     env, task = world
-    settings = LLMAgentSettings(model="tiny-sgr", base_url="", sampling={}, seed=1,
-                                max_turns=max_turns)  # fmt: skip
+    settings = LLMAgentSettings(
+        model="tiny-sgr", base_url="", sampling={}, seed=1, max_turns=max_turns
+    )
     with serve_http(scripted(script)) as url:
         client = ChatClient(url, "tiny-sgr", cache_path=tmp_path / "c.sqlite", mode="record")
         agent = LLMAgent(CallMeter(client, load_prices()), settings)
@@ -298,11 +411,18 @@ def test_malformed_replies_are_counted_and_the_episode_goes_on(
     replies: list[dict[str, Any]] = [
         {"content": ""},
         {"content": '<tool_call>{"name": "search", "arguments": {"query": </tool_call>'},
-        {"tool_calls": [{"id": "a", "type": "function",
-                         "function": {"name": "fetch", "arguments": "{not json"}}]},
+        {
+            "tool_calls": [
+                {
+                    "id": "a",
+                    "type": "function",
+                    "function": {"name": "fetch", "arguments": "{not json"},
+                }
+            ]
+        },
         {"tool_calls": [call("search", {"q": "missing the query argument"}, 3)]},
         {"content": "CWE-1|Name|2006-07-19"},
-    ]  # fmt: skip
+    ]
 
     def script(body: dict[str, Any]) -> dict[str, Any]:
         return replies[sum(m["role"] == "assistant" for m in body["messages"])]
@@ -311,10 +431,11 @@ def test_malformed_replies_are_counted_and_the_episode_goes_on(
     assert episode.ended_by == "answer" and episode.answer == "CWE-1|Name|2006-07-19"
     assert llm["answer_source"] == "last message"
     assert llm["malformed"] == [
-        "turn 1: empty reply", "turn 2: unreadable tool call",
+        "turn 1: empty reply",
+        "turn 2: unreadable tool call",
         "turn 3: fetch: arguments are not a JSON object",
         "turn 4: search: unknown argument(s) ['q']; takes ['query']",
-    ]  # fmt: skip
+    ]
     assert llm["totals"]["malformed_replies"] == 4 and llm["totals"]["calls"] == 5
     assert episode.tool_calls == 0  # nothing malformed reached the environment
 
@@ -332,8 +453,7 @@ def test_turn_limit_ends_the_episode_with_the_last_submission(
     assert episode.ended_by == "budget: model turns"
     assert (episode.answer, episode.answer_from) == ("CWE-2|x|y", "submitted")
     assert llm["totals"]["calls"] == 4 and llm["totals"]["native_tool_calls"] == 4
-    assert [s.tool for s in episode.trajectory] == ["search", "submit_answer", "search",
-                                                    "search"]  # fmt: skip
+    assert [s.tool for s in episode.trajectory] == ["search", "submit_answer", "search", "search"]
 
 
 def test_a_replay_miss_inside_an_episode_is_the_run_s_error(

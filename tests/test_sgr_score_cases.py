@@ -212,9 +212,12 @@ def test_case_insensitive_and_numeric_tolerance(tmp_path: Path) -> None:
         tmp_path,
         answer="a|10|x\nb|200|y",
         fields={
-            "count": {"type": "integer", "comparison": "numeric_tolerance",
-                      "relative_tolerance": 0.1}
+            "count": {
+                "type": "integer",
+                "comparison": "numeric_tolerance",
+                "relative_tolerance": 0.1,
+            }
         },
-    )  # fmt: skip
+    )
     # 10.9 within 10% of 10; 221 not within 10% of 200.
     assert metrics(relative, "a|10.9|x\nb|221|y")[0] == pytest.approx(2 * 5 / 12)

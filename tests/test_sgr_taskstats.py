@@ -18,8 +18,10 @@ def _pair(pair_id: str, rows: int, family: str, dependency: str) -> list[dict[st
         record = task_record(f"{pair_id}{suffix}", answer)
         record["domain"] = family.upper().replace(" ", "_")
         record["metadata"] = {
-            "dependency_type": dependency, "intra_chain": True, "inter_chain": suffix == "",
-        }  # fmt: skip
+            "dependency_type": dependency,
+            "intra_chain": True,
+            "inter_chain": suffix == "",
+        }
         records.append(record)
     return records
 
@@ -35,8 +37,10 @@ def test_counts_pairs_bins_and_families(tmp_path: Path) -> None:
         tmp_path / "constraint.jsonl", [r for r in records if "-g" not in r["task_id"]]
     )
     go = write_jsonl(tmp_path / "goal.jsonl", [r for r in records if "-g" in r["task_id"]])
-    families = {"OFFICIAL_STATISTICS": "official statistics",
-                "ENVIRONMENTAL_MONITORING": "environmental monitoring"}  # fmt: skip
+    families = {
+        "OFFICIAL_STATISTICS": "official statistics",
+        "ENVIRONMENTAL_MONITORING": "environmental monitoring",
+    }
     stats = task_stats(load_tasks([cg, go]), families)
     assert (stats.variants, stats.cg, stats.go, stats.pairs) == (8, 4, 4, 4)
     assert stats.families == {"environmental monitoring": 2, "official statistics": 2}

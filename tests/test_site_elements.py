@@ -65,8 +65,11 @@ def test_filters_window_and_sort_change_the_rows(app: SiteApp) -> None:
         {"element": "Fe", "kind": "stable", "sort": "abundance", "order": "desc"},
     )
     assert [r["isotope"] for r in _results(app.render(state))] == [
-        "Fe-56", "Fe-54", "Fe-57", "Fe-58",
-    ]  # fmt: skip
+        "Fe-56",
+        "Fe-54",
+        "Fe-57",
+        "Fe-58",
+    ]
     window = model.state("/isotopes", {"element": "Fe", "from": "1930", "to": "1939"})
     years = {int(r["discovery_year"]) for r in _results(app.render(window))}
     assert years and all(1930 <= y <= 1939 for y in years)
@@ -82,8 +85,9 @@ def test_http_handler_serves_proxy_and_origin_requests(app: SiteApp) -> None:
         assert [r["symbol"] for r in _results(body)][:2] == ["Cl", "I"]
         status, body = http_get(base, "/isotopes?element=Cl&from=1930&to=1949")
         assert status == 200
-        assert body == app.render(model.state("/isotopes", {"element": "Cl", "from": "1930",
-                                                            "to": "1949"}))  # fmt: skip
+        assert body == app.render(
+            model.state("/isotopes", {"element": "Cl", "from": "1930", "to": "1949"})
+        )
         assert http_get(base, "/elements?group=99")[0] == 400
         assert http_get(base, "/isotopes?order=sideways")[0] == 400
         assert http_get(base, "/elements?page=99")[0] == 404

@@ -249,9 +249,12 @@ def _bomb_warc(path: Path, size: int) -> None:
         writer = WARCWriter(f, gzip=True)
         headers = StatusAndHeaders("200 OK", [("Content-Type", "text/plain")], protocol="HTTP/1.0")
         record = writer.create_warc_record(
-            "http://127.0.0.1/zeros", "response", payload=io.BytesIO(b"\0" * size),
-            length=size, http_headers=headers,
-        )  # fmt: skip
+            "http://127.0.0.1/zeros",
+            "response",
+            payload=io.BytesIO(b"\0" * size),
+            length=size,
+            http_headers=headers,
+        )
         writer.write_record(record)
 
 
@@ -270,11 +273,13 @@ def test_oversized_records_are_capped_and_reported(tmp_path: Path) -> None:
     write_manifest(
         pack,
         Manifest(
-            pack="bomb", created=DATE, record_count=1,
+            pack="bomb",
+            created=DATE,
+            record_count=1,
             canonicalization=Canonicalization(version="1", sha256=rules.sha256(), rules=rules),
             files=[PackFile(path="warc/bomb.warc.gz", sha256=digest, bytes=size, records=1)],
         ),
-    )  # fmt: skip
+    )
     report = verify_pack(pack, max_record_bytes=1_000_000)
     assert any("over the 1000000-byte limit" in p for p in report.problems)
     with (
@@ -321,8 +326,19 @@ def test_cli_fetch_verify_search(
     assert "Annual reptile report 2024" in capsys.readouterr().out
     assert main(["snapshot", "fetch", str(pack), base + "/missing", "--json"]) == 3
     assert json.loads(capsys.readouterr().out)["match"] == "miss"
-    code = main(["snapshot", "fetch", str(pack), base + "/search", "--data", "q=naja",
-                 "--content-type", FORM["Content-Type"], "--json"])  # fmt: skip
+    code = main(
+        [
+            "snapshot",
+            "fetch",
+            str(pack),
+            base + "/search",
+            "--data",
+            "q=naja",
+            "--content-type",
+            FORM["Content-Type"],
+            "--json",
+        ]
+    )
     assert code == 0 and "Naja naja" in json.loads(capsys.readouterr().out)["body"]
     assert main(["snapshot", "search", str(pack), "naja", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["url"] == base + "/species/naja?_=1"

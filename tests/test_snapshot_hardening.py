@@ -109,10 +109,16 @@ def test_revisits_resolve_to_their_originals(tmp_path: Path) -> None:
     revisit_block = http_block("200 OK", [("Content-Type", "text/html"), ("X-Seen", "again")], b"")
     profile = ("WARC-Profile", "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest")
     by_uri = warc_record(
-        "revisit", f"{SITE}/mirror", revisit_block, payload=body,
-        extra=[profile, ("WARC-Refers-To-Target-URI", f"{SITE}/original"),
-               ("WARC-Refers-To-Date", "2026-11-01T00:00:00Z")],
-    )  # fmt: skip
+        "revisit",
+        f"{SITE}/mirror",
+        revisit_block,
+        payload=body,
+        extra=[
+            profile,
+            ("WARC-Refers-To-Target-URI", f"{SITE}/original"),
+            ("WARC-Refers-To-Date", "2026-11-01T00:00:00Z"),
+        ],
+    )
     by_digest = warc_record("revisit", f"{SITE}/copy", revisit_block, payload=body, extra=[profile])
     orphan = warc_record(
         "revisit", f"{SITE}/orphan", revisit_block, payload=b"nothing like it", extra=[profile]
@@ -188,9 +194,17 @@ def test_bad_records_are_refused_or_skipped_and_listed(tmp_path: Path) -> None:
         import_archives([source], tmp_path / "strict")
     assert not (tmp_path / "strict").exists()
     code = main(
-        ["snapshot", "import", str(source), "--out", str(tmp_path / "lenient"),
-         "--skip-bad-records", "--fixed-date", DATE]
-    )  # fmt: skip
+        [
+            "snapshot",
+            "import",
+            str(source),
+            "--out",
+            str(tmp_path / "lenient"),
+            "--skip-bad-records",
+            "--fixed-date",
+            DATE,
+        ]
+    )
     assert code == 0
     pack = tmp_path / "lenient"
     manifest = load_manifest(pack)
@@ -416,9 +430,19 @@ def test_build_elsewhere_is_checked_against_the_committed_pin(
     # The command: --out elsewhere, no committed pin under ./snapshots -> refused, exit 2.
     monkeypatch.chdir(tmp_path / "new")
     code = main(
-        ["sgr", "build-packs", "--pack", "demo", "--out", str(tmp_path / "fresh"),
-         "--tasks", str(tmp_path / "c.jsonl"), "--sites", "elements"]
-    )  # fmt: skip
+        [
+            "sgr",
+            "build-packs",
+            "--pack",
+            "demo",
+            "--out",
+            str(tmp_path / "fresh"),
+            "--tasks",
+            str(tmp_path / "c.jsonl"),
+            "--sites",
+            "elements",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "no pinned manifest" in err and str(Path("snapshots/demo/manifest.json")) in err

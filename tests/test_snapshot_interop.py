@@ -70,9 +70,11 @@ def wayback(wacz: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[in
     port = _free_port()
     log = (root / "wayback.log").open("wb")
     proc = subprocess.Popen(
-        [str(PYWB / "wayback"), "-b", "127.0.0.1", "-p", str(port)], cwd=root, stdout=log,
+        [str(PYWB / "wayback"), "-b", "127.0.0.1", "-p", str(port)],
+        cwd=root,
+        stdout=log,
         stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    )
     try:
         for _ in range(300):
             try:

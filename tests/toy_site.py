@@ -66,27 +66,36 @@ class ToySite(SiteApp):
 
     def _home(self, state: State) -> bytes:
         return render_page(
-            MODEL, state, "Toy Plant Register", "A register of six plants.",
+            MODEL,
+            state,
+            "Toy Plant Register",
+            "A register of six plants.",
             tables=[Table("results", [("name", "Name")], [{"name": "(choose a kind)"}])],
             controls=[ControlLinks("Browse", [Choice("plants", MODEL.state("/plants"))])],
-        )  # fmt: skip
+        )
 
     def _plants(self, state: State) -> bytes:
         rows = [r for r in ROWS if state.get("kind") in ("", r["kind"])]
         rows = [r for r in rows if state.get("zone") in ("", r["zone"])]
         key = state.get("sort", "name")
         rows = sort_rows(
-            rows, lambda r: int(r[key]) if key == "height" else r[key], lambda r: r["name"],
+            rows,
+            lambda r: int(r[key]) if key == "height" else r[key],
+            lambda r: r["name"],
             descending(state),
-        )  # fmt: skip
+        )
         shown, page, pages = paginate(rows, state, PAGE_SIZE)
         kinds = [Choice(k, MODEL.state("/plants", {"kind": k})) for k in ("tree", "shrub", "herb")]
         columns = [("name", "Name"), ("kind", "Kind"), ("height", "Height")]
         return render_page(
-            MODEL, state, "Plants", "Plants of the register.",
-            tables=[Table("results", columns, shown)], controls=[ControlLinks("Kind", kinds)],
+            MODEL,
+            state,
+            "Plants",
+            "Plants of the register.",
+            tables=[Table("results", columns, shown)],
+            controls=[ControlLinks("Kind", kinds)],
             pager=pager(MODEL, state, page, pages),
-        )  # fmt: skip
+        )
 
     def states(self) -> Iterable[State]:
         yield MODEL.state("/")

@@ -54,8 +54,10 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         raise UserError("sgrgym mcp: --out RUN_DIR is required (where the episode is written)")
     card = McpRunCard(
         **run_card(env, "mcp", 0, files).model_dump(),
-        task_id=task.task_id, tools_sha256=tools_sha256(), site_ops=args.site_ops,
-    )  # fmt: skip
+        task_id=task.task_id,
+        tools_sha256=tools_sha256(),
+        site_ops=args.site_ops,
+    )
     with snapshot, open_run_folder(args.out, card, finals=(SCORES,)) as folder:
         if task.task_id in answered(folder):
             raise UserError(
@@ -115,19 +117,24 @@ def add_commands(areas: Any) -> None:
     mcp.add_argument("--out", type=Path, metavar="RUN_DIR", help="the episode's run folder")
     mcp.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
     mcp.add_argument(
-        "--tasks", nargs="+", type=Path, metavar="FILE",
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
         help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
-    )  # fmt: skip
+    )
     mcp.add_argument(
-        "--site-ops", action="store_true",
+        "--site-ops",
+        action="store_true",
         help="also offer the operate tool (site operations; the paper's agents had none)",
-    )  # fmt: skip
+    )
     mcp.add_argument("--no-render", action="store_true", help="archived pages only")
     mcp.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     mcp.add_argument(
-        "--print-prompt", action="store_true",
+        "--print-prompt",
+        action="store_true",
         help="print the task prompt for this episode (appendix C) and exit",
-    )  # fmt: skip
+    )
     from sgrgym.cli.options import add_budget_options
 
     add_budget_options(mcp)
@@ -180,25 +187,44 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
     egress = None if args.no_egress_sandbox else Egress(allow)
     card = CliRunCard(
         **run_card(env, args.agent, args.seed, files).model_dump(),
-        profile=profile.name, profile_sha256=profile_sha256, tools_sha256=tools_sha256(),
-        site_ops=args.site_ops, model=args.model, base_url=args.base_url, poll_s=args.poll_s,
+        profile=profile.name,
+        profile_sha256=profile_sha256,
+        tools_sha256=tools_sha256(),
+        site_ops=args.site_ops,
+        model=args.model,
+        base_url=args.base_url,
+        poll_s=args.poll_s,
         egress=[f"{h}:{p}" for h, p in allow] if egress else [],
-    )  # fmt: skip
+    )
     cli_dir = (args.cli_dir or DEFAULT_CLI_ROOT / profile.name).resolve()
     settings = CliSettings(
-        profile=profile, cli_dir=cli_dir, base_url=args.base_url,
-        model=args.model, api_key=api_key, pack_dir=snapshot.pack_dir.resolve(),
-        task_files=tuple(p.resolve() for p in files), budget=budget,
-        current_date=args.current_date, site_ops=args.site_ops, no_render=args.no_render,
-        poll_s=args.poll_s, egress=egress,
-    )  # fmt: skip
+        profile=profile,
+        cli_dir=cli_dir,
+        base_url=args.base_url,
+        model=args.model,
+        api_key=api_key,
+        pack_dir=snapshot.pack_dir.resolve(),
+        task_files=tuple(p.resolve() for p in files),
+        budget=budget,
+        current_date=args.current_date,
+        site_ops=args.site_ops,
+        no_render=args.no_render,
+        poll_s=args.poll_s,
+        egress=egress,
+    )
     snapshot.close()
     env.close()
     with egress or nullcontext():
         report = run_cli_tasks(
-            settings, models, tasks, prompts, args.out, card, args.jobs,
+            settings,
+            models,
+            tasks,
+            prompts,
+            args.out,
+            card,
+            args.jobs,
             None if args.quiet else progress_bar,
-        )  # fmt: skip
+        )
     if args.json:
         write_json(report.model_dump_json(exclude={"tasks"}))
     else:
@@ -222,31 +248,42 @@ def add_cli_run_options(run: argparse.ArgumentParser) -> None:
         "that reaches only the --allow-host endpoints.",
     )
     group.add_argument(
-        "--cli-dir", type=Path, metavar="DIR",
+        "--cli-dir",
+        type=Path,
+        metavar="DIR",
         help=f"the folder the CLI is installed in (default: {DEFAULT_CLI_ROOT}/NAME)",
-    )  # fmt: skip
+    )
     group.add_argument("--base-url", metavar="URL", help="the model endpoint the CLI talks to")
     group.add_argument("--model", metavar="NAME", help="the model name sent to the endpoint")
     group.add_argument(
-        "--api-key-env", metavar="VAR",
+        "--api-key-env",
+        metavar="VAR",
         help="environment variable holding the endpoint's API key (never written to the run)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--allow-host", action="append", default=[], metavar="HOST:PORT",
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
         help="an endpoint the CLI may reach (repeatable; default: --base-url's host and port)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--no-egress-sandbox", action="store_true",
+        "--no-egress-sandbox",
+        action="store_true",
         help="run the CLI without the network namespace (it can then reach any address)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--jobs", type=positive_int, default=1,
+        "--jobs",
+        type=positive_int,
+        default=1,
         help="sessions at once (results identical to --jobs 1 but for timings)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--poll-s", type=positive_seconds, default=5.0,
+        "--poll-s",
+        type=positive_seconds,
+        default=5.0,
         help="seconds between answer and progress polls (default: 5, appendix C)",
-    )  # fmt: skip
+    )
     group.add_argument(
         "--site-ops", action="store_true", help="also offer site operations (operate)"
     )

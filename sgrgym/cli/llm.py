@@ -70,9 +70,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     threads = args.threads or default_threads()
     settings = ServerSettings(
-        port=args.port, threads=threads, ctx=args.ctx, seed=args.seed,
+        port=args.port,
+        threads=threads,
+        ctx=args.ctx,
+        seed=args.seed,
         prompt_cache=not args.no_prompt_cache,
-    )  # fmt: skip
+    )
     previous = {sig: signal.signal(sig, _raise_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         _say(f"starting llama-server for {args.model} on 127.0.0.1:{args.port} ...")
@@ -152,20 +155,28 @@ def add_commands(areas: Any) -> None:
     )
     serve.add_argument("--model", required=True, metavar="NAME", help="model name")
     serve.add_argument(
-        "--port", type=port_number, default=LOCAL_PORT,
+        "--port",
+        type=port_number,
+        default=LOCAL_PORT,
         help="TCP port on 127.0.0.1 (default %(default)s, the one local:NAME uses; 0: any)",
-    )  # fmt: skip
+    )
     serve.add_argument(
         "--threads", type=positive_int, metavar="N", help="CPU threads (default: all cores)"
     )
     serve.add_argument(
-        "--ctx", type=positive_int, default=8192, metavar="N",
+        "--ctx",
+        type=positive_int,
+        default=8192,
+        metavar="N",
         help="context size in tokens (default %(default)s)",
-    )  # fmt: skip
+    )
     serve.add_argument(
-        "--seed", type=int, default=0, metavar="N",
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
         help="seed for requests that send none (default %(default)s)",
-    )  # fmt: skip
+    )
     serve.add_argument(
         "--no-prompt-cache",
         action="store_true",
@@ -192,11 +203,18 @@ def add_commands(areas: Any) -> None:
         ),
     )
     baseline.add_argument(
-        "folder", nargs="?", type=Path, default=Path("baselines/qwen2.5-coder-0.5b"),
-        metavar="DIR", help="baseline folder (default: %(default)s)",
-    )  # fmt: skip
+        "folder",
+        nargs="?",
+        type=Path,
+        default=Path("baselines/qwen2.5-coder-0.5b"),
+        metavar="DIR",
+        help="baseline folder (default: %(default)s)",
+    )
     baseline.add_argument(
-        "--out", type=Path, required=True, metavar="DIR",
+        "--out",
+        type=Path,
+        required=True,
+        metavar="DIR",
         help="where the replayed run folders go (one per run; must not exist yet)",
-    )  # fmt: skip
+    )
     baseline.set_defaults(handler=cmd_replay_baseline)

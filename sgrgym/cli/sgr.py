@@ -143,9 +143,12 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
     result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress, pin)
     states = ", ".join(f"{site} {n}" for site, n in sorted(result.states.items()))
     action = (
-        "re-pinned" if result.repinned else "first pin written" if result.new_pin
+        "re-pinned"
+        if result.repinned
+        else "first pin written"
+        if result.new_pin
         else "matches its pin"
-    )  # fmt: skip
+    )
     print(
         f"{result.pack_dir}: {result.records} records ({states} states); {action}; "
         f"manifest sha256 {result.manifest_sha256}"
@@ -227,10 +230,13 @@ def _llm_agent(args: argparse.Namespace) -> Any:
         args.llm_model = args.model  # --model names the endpoint's model for CLIs too
     options = llm_options(args)
     return make_llm_agent(
-        options, seed=args.seed if options.seed is None else options.seed,
-        site_ops=args.site_ops, max_turns=args.llm_max_turns,
-        result_chars=args.llm_result_chars, keep_results=args.llm_keep_results,
-    )  # fmt: skip
+        options,
+        seed=args.seed if options.seed is None else options.seed,
+        site_ops=args.site_ops,
+        max_turns=args.llm_max_turns,
+        result_chars=args.llm_result_chars,
+        keep_results=args.llm_keep_results,
+    )
 
 
 def cmd_sgr_audit(args: argparse.Namespace) -> int:
@@ -261,14 +267,20 @@ def cmd_sgr_findability(args: argparse.Namespace) -> int:
             model = models.get(reference.site) if reference else None
             results.append(
                 findability(
-                    web, sim, task.task_id, task.task.instruction, model.host if model else "",
-                    task.gold_rows, args.depth,
+                    web,
+                    sim,
+                    task.task_id,
+                    task.task.instruction,
+                    model.host if model else "",
+                    task.gold_rows,
+                    args.depth,
                 )
-            )  # fmt: skip
+            )
         web.close()
     if args.json:
-        write_json(json.dumps([r.__dict__ | {"leaking_urls": list(r.leaking_urls)}
-                               for r in results]))  # fmt: skip
+        write_json(
+            json.dumps([r.__dict__ | {"leaking_urls": list(r.leaking_urls)} for r in results])
+        )
         return 0
     rows = [
         [r.task_id, str(r.target_rank) if r.target_rank else "absent", str(r.answer_rows_in_top)]
@@ -310,16 +322,31 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
         for i, state in enumerate(states):
             url = model.url(state)
             _, how = snapshot.lookup(url)
-            nodes.append({"state": i, "url": url, "describe": state.describe(),
-                          "archived": how != "miss", "answer": url in answers})  # fmt: skip
+            nodes.append(
+                {
+                    "state": i,
+                    "url": url,
+                    "describe": state.describe(),
+                    "archived": how != "miss",
+                    "answer": url in answers,
+                }
+            )
     edges = [
-        {"from": i, "to": i + 1, "op": op.op, "type": op.type,
-         "args": {k: v for k, v in op.model_dump().items() if v and k not in ("op", "type")}}
+        {
+            "from": i,
+            "to": i + 1,
+            "op": op.op,
+            "type": op.type,
+            "args": {k: v for k, v in op.model_dump().items() if v and k not in ("op", "type")},
+        }
         for i, op in enumerate(reference.path)
-    ]  # fmt: skip
+    ]
     if args.json:
-        write_json(json.dumps({"task_id": args.task, "site": reference.site, "states": nodes,
-                               "edges": edges}))  # fmt: skip
+        write_json(
+            json.dumps(
+                {"task_id": args.task, "site": reference.site, "states": nodes, "edges": edges}
+            )
+        )
         return 0
     print(f"{args.task} on {model.title} ({model.host}): {len(edges)} operations\n")
     for node in nodes:
@@ -345,27 +372,37 @@ def _add_llm_run_options(run: argparse.ArgumentParser) -> None:
     )
 
     group = add_llm_options(
-        run, leave_out=("--base-url", "--api-key-env", "--jobs"),
+        run,
+        leave_out=("--base-url", "--api-key-env", "--jobs"),
         description="A chat model at --base-url (OpenAI-compatible) calls the tools (search, "
         "fetch, pdf, submit_answer; operate with --site-ops) with the schemas of `sgrgym mcp`. "
         "Every model call is recorded in --llm-cache and replayed from it (--llm-mode); "
         "--base-url, --api-key-env, --jobs and --site-ops are those above. --model works "
         "as --llm-model.",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--llm-max-turns", type=positive_int, default=DEFAULT_MAX_TURNS, metavar="N",
+        "--llm-max-turns",
+        type=positive_int,
+        default=DEFAULT_MAX_TURNS,
+        metavar="N",
         help="model calls per episode before it ends as 'budget: model turns' "
         "(default: %(default)s)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--llm-result-chars", type=positive_int, default=DEFAULT_RESULT_CHARS, metavar="N",
+        "--llm-result-chars",
+        type=positive_int,
+        default=DEFAULT_RESULT_CHARS,
+        metavar="N",
         help="characters of each tool result the model sees (default: %(default)s)",
-    )  # fmt: skip
+    )
     group.add_argument(
-        "--llm-keep-results", type=positive_int, default=DEFAULT_KEEP_RESULTS, metavar="N",
+        "--llm-keep-results",
+        type=positive_int,
+        default=DEFAULT_KEEP_RESULTS,
+        metavar="N",
         help="tool results kept in full in the conversation; older ones are replaced by a "
         "note (default: %(default)s)",
-    )  # fmt: skip
+    )
 
 
 _STRICT_HELP = (
@@ -432,15 +469,17 @@ def add_commands(areas: Any) -> None:
     )
     tasks.add_argument("--json", action="store_true", help="print JSON instead of a table")
     tasks.add_argument(
-        "--update-pin", action="store_true",
+        "--update-pin",
+        action="store_true",
         help="first re-pin the demo task files (tasks/sgr/manifest.json: sha256 of each)",
-    )  # fmt: skip
+    )
     tasks.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     tasks.add_argument(
-        "--stats", action="store_true",
+        "--stats",
+        action="store_true",
         help="print dataset statistics instead (paper section 3.3: pairs per source family, "
         "cardinality, dependency types, state mechanisms per task)",
-    )  # fmt: skip
+    )
     tasks.set_defaults(handler=cmd_sgr_tasks)
 
     compare = sgr_cmds.add_parser(
@@ -453,13 +492,19 @@ def add_commands(areas: Any) -> None:
         "Item-F1 per source family and per cardinality bin.",
     )
     compare.add_argument(
-        "runs", nargs="+", type=Path, metavar="RUN_DIR",
+        "runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
         help="a folder written by sgr run (run.json, answers.jsonl); one table row each",
-    )  # fmt: skip
+    )
     compare.add_argument(
-        "--tasks", nargs="+", type=Path, metavar="FILE",
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
         help="score every run against these task files instead of those in its run.json",
-    )  # fmt: skip
+    )
     compare.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     compare.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -477,14 +522,19 @@ def add_commands(areas: Any) -> None:
     build.add_argument("--out", type=Path, default=Path("snapshots"), help="packs folder")
     build.add_argument("--sites", nargs="+", metavar="SITE", help="default: every site")
     build.add_argument(
-        "--tasks", nargs="+", type=Path, metavar="FILE",
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
         help="task files whose reference states to record (default: tasks/sgr)",
-    )  # fmt: skip
+    )
     build.add_argument(
-        "--pin", type=Path, metavar="FILE",
+        "--pin",
+        type=Path,
+        metavar="FILE",
         help="pinned manifest to check the build against (default: the committed "
         "snapshots/<pack>/manifest.json, whatever --out says)",
-    )  # fmt: skip
+    )
     build.add_argument(
         "--update-pin", action="store_true", help="accept a new manifest pin (writes --pin)"
     )
@@ -506,28 +556,39 @@ def add_commands(areas: Any) -> None:
     )
     run.add_argument("--pack", default="demo", help="pack folder or name (default: demo)")
     run.add_argument(
-        "--agent", required=True, type=_agent_name, metavar="AGENT",
+        "--agent",
+        required=True,
+        type=_agent_name,
+        metavar="AGENT",
         help=f"{agent_help()}, llm (a chat model calling the tools: see below), or cli:NAME "
         "(an agent CLI: see below)",
-    )  # fmt: skip
+    )
     run.add_argument("--out", type=Path, required=True, metavar="DIR")
     run.add_argument(
-        "--tasks", nargs="+", type=Path, metavar="FILE",
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
         help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
-    )  # fmt: skip
+    )
     run.add_argument(
-        "--seed", type=int, default=0,
+        "--seed",
+        type=int,
+        default=0,
         help="seed of the random/explore agents, and sent with the LLM agent's requests",
-    )  # fmt: skip
+    )
     run.add_argument(
-        "--random-steps", type=positive_int, default=4,
+        "--random-steps",
+        type=positive_int,
+        default=4,
         help="links the random agent follows / operations the explore agent makes",
-    )  # fmt: skip
+    )
     add_budget_options(run)
     run.add_argument(
-        "--no-render", action="store_true",
+        "--no-render",
+        action="store_true",
         help="serve only archived pages (a miss is a 404) instead of rendering them",
-    )  # fmt: skip
+    )
     run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -202,51 +202,59 @@ def add_commands(areas: Any) -> None:
     )
     source = record.add_mutually_exclusive_group(required=True)
     source.add_argument(
-        "--urls", type=Path, metavar="FILE",
+        "--urls",
+        type=Path,
+        metavar="FILE",
         help="one URL per line, or a JSON object per line: "
         '{"url": ..., "method": "POST", "body": ..., "headers": {...}}',
-    )  # fmt: skip
+    )
     source.add_argument(
-        "--crawl", type=Path, metavar="SPEC",
+        "--crawl",
+        type=Path,
+        metavar="SPEC",
         help="crawl spec JSON: seeds, requests, allowed_hosts, url_patterns, max_pages, "
         "delay_s, volatile_params, sites (host, source, licence)",
-    )  # fmt: skip
+    )
     record.add_argument("--out", type=Path, required=True, metavar="DIR", help="pack folder")
     record.add_argument(
         "--allow-network", action="store_true", help="allow hosts other than loopback"
     )
     record.add_argument(
-        "--fixed-date", metavar="ISO",
+        "--fixed-date",
+        metavar="ISO",
         help="WARC-Date for every record (e.g. 2026-01-01T00:00:00Z) and request-derived "
         "record ids: the same capture then gives byte-identical files",
-    )  # fmt: skip
+    )
     record.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     record.add_argument("--quiet", action="store_true", help="no progress lines")
     record.set_defaults(handler=cmd_record)
 
     verify = cmds.add_parser(
-        "verify", help="check file sha256 and every record's digests",
+        "verify",
+        help="check file sha256 and every record's digests",
         description="Check every file's sha256 and size against the manifest and every "
         "record's block and payload digests. Exit 0 only when all is well, 1 otherwise.",
-    )  # fmt: skip
+    )
     verify.add_argument("pack", metavar="DIR", help="pack folder or name under snapshots/")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.set_defaults(handler=cmd_verify)
 
     index = cmds.add_parser(
-        "index", help="build (or reuse) the pack's DuckDB index",
+        "index",
+        help="build (or reuse) the pack's DuckDB index",
         description="Build the DuckDB index (captures + full text) of a pack, cached under "
         "DIR/.cache and keyed by the manifest sha256.",
-    )  # fmt: skip
+    )
     index.add_argument("pack", metavar="DIR")
     index.add_argument("--rebuild", action="store_true", help="rebuild even if up to date")
     index.set_defaults(handler=cmd_index)
 
     fetch = cmds.add_parser(
-        "fetch", help="replay one request from the pack",
+        "fetch",
+        help="replay one request from the pack",
         description="Print the archived response to a request. Exit 0 when archived "
         "(exact or rule match), 3 when the pack does not hold it (a miss).",
-    )  # fmt: skip
+    )
     fetch.add_argument("pack", metavar="DIR")
     fetch.add_argument("url", metavar="URL")
     fetch.add_argument("--method", help="HTTP method (default GET, or POST with --data)")
@@ -258,9 +266,10 @@ def add_commands(areas: Any) -> None:
     fetch.set_defaults(handler=cmd_fetch)
 
     search = cmds.add_parser(
-        "search", help="full-text search over archived pages",
+        "search",
+        help="full-text search over archived pages",
         description="Rank archived pages for a query (BM25; ties broken by URL).",
-    )  # fmt: skip
+    )
     search.add_argument("pack", metavar="DIR")
     search.add_argument("query", metavar="QUERY")
     search.add_argument("--limit", type=positive_int, default=10, help="pages to list (>= 1)")
@@ -268,40 +277,46 @@ def add_commands(areas: Any) -> None:
     search.set_defaults(handler=cmd_search)
 
     serve = cmds.add_parser(
-        "serve", help="serve the pack over HTTP (loopback by default)",
+        "serve",
+        help="serve the pack over HTTP (loopback by default)",
         description="An HTTP server answering /replay/<url> and proxy-style requests from "
         "the pack, for HTTP and browser agents. Binds 127.0.0.1 unless --host says otherwise.",
-    )  # fmt: skip
+    )
     serve.add_argument("pack", metavar="DIR")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=port_number, default=8765, help="TCP port (0: any free port)")
     serve.set_defaults(handler=cmd_serve)
 
     export = cmds.add_parser(
-        "export-wacz", help="write the pack as a WACZ file (ReplayWeb.page, pywb)",
+        "export-wacz",
+        help="write the pack as a WACZ file (ReplayWeb.page, pywb)",
         description="Package the pack as WACZ: archive/, indexes/index.cdxj, pages/pages.jsonl "
         "and datapackage.json with sha256 of every file.",
-    )  # fmt: skip
+    )
     export.add_argument("pack", metavar="DIR")
     export.add_argument("out", type=Path, metavar="OUT.wacz")
     export.set_defaults(handler=cmd_export_wacz)
 
     imp = cmds.add_parser(
-        "import", help="make a pack from WARC/WACZ files captured elsewhere",
+        "import",
+        help="make a pack from WARC/WACZ files captured elsewhere",
         description="Copy the records of WARC or WACZ files into a new pack (one gzip member "
         "per record) and write its manifest.",
-    )  # fmt: skip
+    )
     imp.add_argument("sources", nargs="+", type=Path, metavar="FILE")
     imp.add_argument("--out", type=Path, required=True, metavar="DIR")
     imp.add_argument("--fixed-date", metavar="ISO", help="manifest 'created' date")
     imp.add_argument(
-        "--skip-bad-records", action="store_true",
+        "--skip-bad-records",
+        action="store_true",
         help="import the records whose digests verify and list the others in the manifest's "
         "'skipped' (default: one bad record refuses the whole import)",
-    )  # fmt: skip
+    )
     imp.add_argument(
-        "--max-total-bytes", type=positive_int, metavar="N",
+        "--max-total-bytes",
+        type=positive_int,
+        metavar="N",
         help="refuse an import whose records add up to more than N bytes, decompressed "
         "(default: 512 MiB)",
-    )  # fmt: skip
+    )
     imp.set_defaults(handler=cmd_import)

@@ -109,7 +109,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 def add_commands(areas: Any) -> None:
     """Register ``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report``."""
     run = areas.add_parser(
-        "run", help="the main job: both benchmarks, calibration and the report, one run folder",
+        "run",
+        help="the main job: both benchmarks, calibration and the report, one run folder",
         description="Run SeekerGym (the built-in agents x the three belief representations x "
         "seeds), the calibration protocol (table 4) and SGR-Bench (oracle, default, "
         "search-only, random and any --agent), offline, into one resumable run folder with "
@@ -119,13 +120,21 @@ def add_commands(areas: Any) -> None:
         "are always written; exit 1 when the baseline replay differs from its committed "
         "results or fails (each difference is in DIR/baseline/replay.json and the report), "
         "2 on bad input.",
-    )  # fmt: skip
+    )
     run.add_argument("--out", type=Path, required=True, metavar="DIR", help="the run folder")
-    run.add_argument("--config", type=Path, metavar="FILE.toml",
-                     help="TOML: [seeker], [calibration], [sgr] tables (agents, beliefs, "
-                     "seeds, models, budgets); default: the embedded one")  # fmt: skip
-    run.add_argument("--agent", nargs="+", metavar="NAME",
-                     help="further SGR agents by name (see sgrgym sgr run --help)")  # fmt: skip
+    run.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE.toml",
+        help="TOML: [seeker], [calibration], [sgr] tables (agents, beliefs, "
+        "seeds, models, budgets); default: the embedded one",
+    )
+    run.add_argument(
+        "--agent",
+        nargs="+",
+        metavar="NAME",
+        help="further SGR agents by name (see sgrgym sgr run --help)",
+    )
     run.add_argument("--seeds", type=int, metavar="N", help="SeekerGym seeds (overrides config)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
     run.add_argument(
@@ -137,21 +146,24 @@ def add_commands(areas: Any) -> None:
     run.set_defaults(handler=cmd_run)
 
     verify = areas.add_parser(
-        "verify-run", help="check every hash of a run folder and recompute its metrics",
+        "verify-run",
+        help="check every hash of a run folder and recompute its metrics",
         description="Check the sha256 of every file listed in complete.json (and of the "
         "manifests in run.json), recompute every summary from the records (SeekerGym "
         "summaries, calibration tables, SGR scores, results/) and compare. Exit 1 and name "
         "each file that differs.",
-    )  # fmt: skip
+    )
     verify.add_argument("dir", type=Path, metavar="DIR")
     verify.set_defaults(handler=cmd_verify_run)
 
     report = areas.add_parser(
-        "report", help="static HTML + Markdown report with figures from run folders",
+        "report",
+        help="static HTML + Markdown report with figures from run folders",
         description="Write index.html and report.md with matplotlib figures (SVG, "
         "byte-deterministic) from one or more sgrgym run folders, side by side.",
-    )  # fmt: skip
+    )
     report.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
-    report.add_argument("--out", type=Path, metavar="DIR",
-                        help="report folder (default: DIR/report for one run)")  # fmt: skip
+    report.add_argument(
+        "--out", type=Path, metavar="DIR", help="report folder (default: DIR/report for one run)"
+    )
     report.set_defaults(handler=cmd_report)

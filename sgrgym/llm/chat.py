@@ -55,10 +55,11 @@ class _Usage(BaseModel):
     def usage(self) -> Usage:
         details = self.completion_tokens_details
         return Usage(
-            prompt_tokens=self.prompt_tokens or 0, completion_tokens=self.completion_tokens or 0,
+            prompt_tokens=self.prompt_tokens or 0,
+            completion_tokens=self.completion_tokens or 0,
             total_tokens=self.total_tokens or 0,
             reasoning_tokens=(details.reasoning_tokens or 0) if details else 0,
-        )  # fmt: skip
+        )
 
 
 class _Function(BaseModel):
@@ -143,42 +144,61 @@ class ChatReply(BaseModel):
     def record(self, cost: Callable[[ChatReply], float | None] | None = None) -> CallRecord:
         """The results-file record of this call (``cost``: a price lookup)."""
         return CallRecord(
-            request_hash=self.request_hash, requested_model=self.requested_model,
-            model=self.model, system_fingerprint=self.system_fingerprint, params=self.params,
+            request_hash=self.request_hash,
+            requested_model=self.requested_model,
+            model=self.model,
+            system_fingerprint=self.system_fingerprint,
+            params=self.params,
             prompt_tokens=self.usage.prompt_tokens,
             completion_tokens=self.usage.completion_tokens,
             reasoning_tokens=self.usage.reasoning_tokens,
-            cost_usd=cost(self) if cost else None, finish_reason=self.finish_reason,
-            tool_calls=len(self.tool_calls), tool_call_source=self.tool_call_source,
-        )  # fmt: skip
+            cost_usd=cost(self) if cost else None,
+            finish_reason=self.finish_reason,
+            tool_calls=len(self.tool_calls),
+            tool_call_source=self.tool_call_source,
+        )
 
 
 class ChatClient(Closing):
     """Chat completions from one model at ``base_url`` (OpenAI-compatible)."""
 
     def __init__(
-        self, base_url: str, model: str, *, cache_path: Path, mode: str = "replay",
-        api_key_env: str = "OPENAI_API_KEY", timeout_s: float = DEFAULT_TIMEOUT_S,
+        self,
+        base_url: str,
+        model: str,
+        *,
+        cache_path: Path,
+        mode: str = "replay",
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         sleep: Callable[[float], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if not model:
             raise UserError("the chat client needs a model name (--llm-model)")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.post = RecordedPost(
-            self.base_url + "/chat/completions", cache_path, mode=mode,
-            api_key_env=api_key_env, what="chat completion", timeout_s=timeout_s,
+            self.base_url + "/chat/completions",
+            cache_path,
+            mode=mode,
+            api_key_env=api_key_env,
+            what="chat completion",
+            timeout_s=timeout_s,
             **({"sleep": sleep} if sleep else {}),
-        )  # fmt: skip
+        )
 
     @property
     def mode(self) -> str:
         return self.post.mode
 
     def body(
-        self, messages: list[dict[str, Any]], *, seed: int | None = None,
-        temperature: float | None = None, **params: Any,
-    ) -> dict[str, Any]:  # fmt: skip
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        seed: int | None = None,
+        temperature: float | None = None,
+        **params: Any,
+    ) -> dict[str, Any]:
         """The request body (what the cache key is computed from)."""
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if seed is not None:
@@ -189,9 +209,14 @@ class ChatClient(Closing):
         return body
 
     def complete(
-        self, messages: list[dict[str, Any]], *, seed: int | None = None,
-        temperature: float | None = None, episode: str = "", **params: Any,
-    ) -> ChatReply:  # fmt: skip
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        seed: int | None = None,
+        temperature: float | None = None,
+        episode: str = "",
+        **params: Any,
+    ) -> ChatReply:
         """One completion of ``messages`` with the given seed and sampling parameters.
 
         ``tools`` (in ``params``) offers OpenAI-style function tools; ``episode`` names the
@@ -204,8 +229,9 @@ class ChatClient(Closing):
         try:
             parsed = _Completion.model_validate_json(content)
         except ValidationError as exc:
-            raise UserError(f"{self.post.url}: malformed chat completion (request {key}): "
-                            f"{exc}") from None  # fmt: skip
+            raise UserError(
+                f"{self.post.url}: malformed chat completion (request {key}): {exc}"
+            ) from None
         if not parsed.choices:
             raise UserError(f"{self.post.url}: a chat completion without choices ({key})")
         choice = parsed.choices[0]
@@ -222,13 +248,20 @@ class ChatClient(Closing):
             source = "text" if calls else "none"
         sent_params = {k: v for k, v in body.items() if k not in ("model", "messages", "tools")}
         return ChatReply(
-            text=text, model=parsed.model or self.model, requested_model=self.model,
+            text=text,
+            model=parsed.model or self.model,
+            requested_model=self.model,
             system_fingerprint=parsed.system_fingerprint,
             usage=parsed.usage.usage() if parsed.usage else Usage(),
-            finish_reason=choice.finish_reason, request_hash=key, from_cache=from_cache,
-            params=sent_params, tool_calls=calls, tool_call_source=source,
-            attempts=sent.attempts, retried=list(sent.retried),
-        )  # fmt: skip
+            finish_reason=choice.finish_reason,
+            request_hash=key,
+            from_cache=from_cache,
+            params=sent_params,
+            tool_calls=calls,
+            tool_call_source=source,
+            attempts=sent.attempts,
+            retried=list(sent.retried),
+        )
 
     def close(self) -> None:
         self.post.close()

@@ -39,9 +39,15 @@ if TYPE_CHECKING:
 Mode = Literal["record", "replay", "refresh"]
 MODES: tuple[Mode, ...] = ("record", "replay", "refresh")
 SECRET_HEADERS = (
-    "Authorization", "Proxy-Authorization", "X-API-Key", "api-key", "X-Auth-Token",
-    "access_token", "api_key", "apikey",
-)  # fmt: skip
+    "Authorization",
+    "Proxy-Authorization",
+    "X-API-Key",
+    "api-key",
+    "X-Auth-Token",
+    "access_token",
+    "api_key",
+    "apikey",
+)
 
 
 RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0)  # ours: 4 retries, 15 s in all
@@ -123,15 +129,22 @@ def _open_cache(path: Path, read_only: bool, what: str) -> Any:
     try:
         import requests_cache
     except ImportError:
-        raise UserError(f"the {what} client needs requests-cache: pip install "
-                        "'sgrgym[seeker]'") from None  # fmt: skip
+        raise UserError(
+            f"the {what} client needs requests-cache: pip install 'sgrgym[seeker]'"
+        ) from None
     return requests_cache.CachedSession(
-        cache_name=str(path), backend="sqlite", serializer="json",
-        allowable_methods=("POST",), allowable_codes=(200,),
-        expire_after=requests_cache.NEVER_EXPIRE, cache_control=False,
-        ignored_parameters=SECRET_HEADERS, key_fn=_key_fn,
-        only_if_cached=read_only, read_only=read_only,
-    )  # fmt: skip
+        cache_name=str(path),
+        backend="sqlite",
+        serializer="json",
+        allowable_methods=("POST",),
+        allowable_codes=(200,),
+        expire_after=requests_cache.NEVER_EXPIRE,
+        cache_control=False,
+        ignored_parameters=SECRET_HEADERS,
+        key_fn=_key_fn,
+        only_if_cached=read_only,
+        read_only=read_only,
+    )
 
 
 def shared_cache(path: Path, read_only: bool, what: str) -> _SharedCache:
@@ -166,10 +179,16 @@ class RecordedPost(Closing):
     """
 
     def __init__(
-        self, url: str, cache_path: Path, *, mode: str = "replay",
-        api_key_env: str = "OPENAI_API_KEY", what: str = "request", timeout_s: float = 300.0,
+        self,
+        url: str,
+        cache_path: Path,
+        *,
+        mode: str = "replay",
+        api_key_env: str = "OPENAI_API_KEY",
+        what: str = "request",
+        timeout_s: float = 300.0,
         sleep: Callable[[float], None] = time.sleep,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.mode = check_mode(mode, what)
         self.url = url
         self.what = what
@@ -268,8 +287,10 @@ class RecordedPost(Closing):
                     return response, attempt + 1, tuple(retried)
                 reason = f"HTTP {response.status_code}"
                 if response.status_code not in RETRY_STATUSES:
-                    raise UserError(f"{self.what} to {self.url} failed ({label}): {reason}: "
-                                    f"{response.text[:300]}")  # fmt: skip
+                    raise UserError(
+                        f"{self.what} to {self.url} failed ({label}): {reason}: "
+                        f"{response.text[:300]}"
+                    )
             if attempt == len(RETRY_DELAYS_S):
                 break
             retried.append(reason)

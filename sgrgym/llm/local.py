@@ -110,18 +110,26 @@ class LocalServer(Closing):
         self.command = [
             str(program),
             *fixed,
-            "--model", str(model_file),
-            "--alias", model,
-            "--host", HOST,
-            "--port", str(port),
-            "--parallel", "1",
-            "--threads", str(self.settings.threads),
-            "--ctx-size", str(self.settings.ctx),
-            "--seed", str(self.settings.seed),
+            "--model",
+            str(model_file),
+            "--alias",
+            model,
+            "--host",
+            HOST,
+            "--port",
+            str(port),
+            "--parallel",
+            "1",
+            "--threads",
+            str(self.settings.threads),
+            "--ctx-size",
+            str(self.settings.ctx),
+            "--seed",
+            str(self.settings.seed),
             "--no-webui",
             "--offline",
             *([] if self.settings.prompt_cache else ["--no-cache-prompt"]),
-        ]  # fmt: skip
+        ]
         logs = (cache or cache_dir()) / "llama-server" / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.log_path = logs / f"{model}-{port}.log"

@@ -69,9 +69,14 @@ class CallMeter:
         self.prices = prices
         self._lock = threading.Lock()
         self.log: dict[str, Any] = {
-            "mode": client.mode, "model": client.model, "base_url": client.base_url,
-            "calls": 0, "from_cache": 0, "network_attempts": 0, "retries": [],
-        }  # fmt: skip
+            "mode": client.mode,
+            "model": client.model,
+            "base_url": client.base_url,
+            "calls": 0,
+            "from_cache": 0,
+            "network_attempts": 0,
+            "retries": [],
+        }
 
     def cost(self, reply: ChatReply) -> float | None:
         usage = reply.usage

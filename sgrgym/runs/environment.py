@@ -42,8 +42,11 @@ def git_commit(root: Path = _PACKAGE_ROOT) -> str | None:
     try:
         done = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=30, check=False,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     commit = done.stdout.strip()

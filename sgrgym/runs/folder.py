@@ -120,9 +120,10 @@ class RunFolder:
         file in the folder but the card) with their sha256."""
         if names is None:
             names = [
-                str(p.relative_to(self.path)) for p in self.path.rglob("*")
+                str(p.relative_to(self.path))
+                for p in self.path.rglob("*")
                 if p.is_file() and p.name not in _OWN and not p.name.endswith(".tmp")
-            ]  # fmt: skip
+            ]
         files = {n: sha256_file(self.path / n)[0] for n in sorted(names)}
         _write_atomic(self.path / COMPLETE, canonical_json({"files": files}).encode("utf-8"))
 

@@ -117,8 +117,12 @@ Progress = Callable[[int, int, str], None]
 
 ENCYCLOPEDIC_WIDTH = 10  # appendix B.3: Δ = 10 for Wikipedia
 SURVEY_WIDTH = 15  # appendix B.3: Δ = 15 for ML Surveys
-INTERVAL_WIDTHS = {"djangodocs": ENCYCLOPEDIC_WIDTH, "pydocs": ENCYCLOPEDIC_WIDTH,
-                   "wikipedia": ENCYCLOPEDIC_WIDTH, "ml-surveys": SURVEY_WIDTH}  # fmt: skip
+INTERVAL_WIDTHS = {
+    "djangodocs": ENCYCLOPEDIC_WIDTH,
+    "pydocs": ENCYCLOPEDIC_WIDTH,
+    "wikipedia": ENCYCLOPEDIC_WIDTH,
+    "ml-surveys": SURVEY_WIDTH,
+}
 SPLITS = 3  # section 3.3
 SEEDS = 10  # section 3.3
 ALPHA = 0.1  # section 3.3: target coverage 1 - α = 90%
@@ -210,11 +214,15 @@ def synthetic_states(document: Document, width: int, seed: int) -> list[Syntheti
         chosen = draws.prefix_shuffle(n, n - remaining)
         states.append(
             SyntheticState(
-                doc_id=document.id, interval=j, remaining_low=low, remaining_high=high,
-                remaining=remaining, n_passages=n,
+                doc_id=document.id,
+                interval=j,
+                remaining_low=low,
+                remaining_high=high,
+                remaining=remaining,
+                n_passages=n,
                 retrieved=tuple(document.passages[i].id for i in chosen),
             )
-        )  # fmt: skip
+        )
     return states
 
 
@@ -230,8 +238,12 @@ class BeliefPool(BaseModel):
 
     def to_bytes(self) -> bytes:
         """A header line, then one state a line (sorted keys): the same pool, the same bytes."""
-        header = {"corpus": self.corpus, "seed": self.seed,
-                  "interval_width": self.interval_width, "states": len(self.states)}  # fmt: skip
+        header = {
+            "corpus": self.corpus,
+            "seed": self.seed,
+            "interval_width": self.interval_width,
+            "states": len(self.states),
+        }
         lines = [jsonl_line(header)] + [jsonl_line(s.model_dump(mode="json")) for s in self.states]
         return "".join(lines).encode("utf-8")
 
@@ -374,9 +386,13 @@ def _mean_std(values: Sequence[float]) -> tuple[float, float]:
 
 
 def calibrate_partition(
-    c: FloatArray, c_hat: FloatArray, calibration: Sequence[int], test: Sequence[int],
-    alpha: float | str | Fraction, fit_mean: bool = False,
-) -> tuple[float, float, float, int, float | None]:  # fmt: skip
+    c: FloatArray,
+    c_hat: FloatArray,
+    calibration: Sequence[int],
+    test: Sequence[int],
+    alpha: float | str | Fraction,
+    fit_mean: bool = False,
+) -> tuple[float, float, float, int, float | None]:
     """(q̂, test coverage, test R², k, fitted constant) for one partition."""
     cal = np.asarray(calibration, dtype=np.intp)
     tst = np.asarray(test, dtype=np.intp)
@@ -387,9 +403,12 @@ def calibrate_partition(
     scores = np.abs(c[cal] - c_hat[cal])
     q_hat = conformal_q_hat(scores, alpha)
     return (
-        q_hat, coverage(c[tst], c_hat[tst], q_hat), r_squared(c[tst], c_hat[tst]),
-        conformal_rank(len(cal), alpha), constant,
-    )  # fmt: skip
+        q_hat,
+        coverage(c[tst], c_hat[tst], q_hat),
+        r_squared(c[tst], c_hat[tst]),
+        conformal_rank(len(cal), alpha),
+        constant,
+    )
 
 
 def apply_failure_rule(
@@ -455,22 +474,40 @@ def run_protocol(
             )
             partitions.append(
                 PartitionResult(
-                    split=split, seed=seed, n_calibration=len(cal), n_test=len(test), rank=rank,
-                    q_hat=q_hat, coverage=cov, r2=r2,
-                    parse_failures=int(np.isnan(row).sum()), constant=constant,
+                    split=split,
+                    seed=seed,
+                    n_calibration=len(cal),
+                    n_test=len(test),
+                    rank=rank,
+                    q_hat=q_hat,
+                    coverage=cov,
+                    r2=r2,
+                    parse_failures=int(np.isnan(row).sum()),
+                    constant=constant,
                 )
-            )  # fmt: skip
+            )
     by_split = [[p for p in partitions if p.split == s] for s in range(splits)]
     q_hat, q_std = _mean_std([fmean([p.q_hat for p in ps]) for ps in by_split])
     r2, r2_std = _mean_std([fmean([p.r2 for p in ps]) for ps in by_split])
     cov, cov_std = _mean_std([fmean([p.coverage for p in ps]) for ps in by_split])
     return ProtocolResult(
-        protocol=protocol, failure_rule=failure_rule, alpha=float(alpha_fraction(alpha)),
-        splits=splits, seeds=seeds, n_states=n, n_calibration=n // 2, n_test=n - n // 2,
-        q_hat=q_hat, q_hat_std=q_std, r2=r2, r2_std=r2_std, coverage=cov,
-        coverage_std=cov_std, parse_failures=int(np.isnan(estimated).sum()),
+        protocol=protocol,
+        failure_rule=failure_rule,
+        alpha=float(alpha_fraction(alpha)),
+        splits=splits,
+        seeds=seeds,
+        n_states=n,
+        n_calibration=n // 2,
+        n_test=n - n // 2,
+        q_hat=q_hat,
+        q_hat_std=q_std,
+        r2=r2,
+        r2_std=r2_std,
+        coverage=cov,
+        coverage_std=cov_std,
+        parse_failures=int(np.isnan(estimated).sum()),
         partitions=partitions,
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -515,9 +552,13 @@ class CalibratedStop:
 
 
 def trace_episode(
-    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float | None],
-    doc_id: str, seed: int, render: Renderer = dedup_belief,
-) -> EpisodeTrace:  # fmt: skip
+    env: SeekerEnv,
+    agent: SeekerAgent,
+    estimate: Callable[[EpisodeState], float | None],
+    doc_id: str,
+    seed: int,
+    render: Renderer = dedup_belief,
+) -> EpisodeTrace:
     """Run one episode until it ends (the horizon, or ``env.stop_rule``), recording c, ĉ and
     the agent's belief tokens after every step. With a :class:`CalibratedStop` as the env's
     rule, its estimates are reused (no second estimate per step)."""
@@ -535,8 +576,14 @@ def trace_episode(
         env.step(agent.queries(state, belief, rng))
         c.append(fixed(state.completeness, ROUND))
         c_hat.append(rule.estimates[-1] if rule is not None else estimate(state))
-    return EpisodeTrace(doc_id=doc_id, seed=seed, completeness=tuple(c), c_hat=tuple(c_hat),
-                        belief_tokens=tuple(tokens), stopped=state.stopped)  # fmt: skip
+    return EpisodeTrace(
+        doc_id=doc_id,
+        seed=seed,
+        completeness=tuple(c),
+        c_hat=tuple(c_hat),
+        belief_tokens=tuple(tokens),
+        stopped=state.stopped,
+    )
 
 
 def fires(c_hat: float | None, q_hat: float, delta: float) -> bool:
@@ -582,9 +629,11 @@ def _share(part: float, whole: float) -> float:
 
 
 def evaluate_stopping(
-    full: Sequence[EpisodeTrace], q_hat: float, delta: float,
+    full: Sequence[EpisodeTrace],
+    q_hat: float,
+    delta: float,
     stopped: Sequence[EpisodeTrace] | None = None,
-) -> StoppingResult:  # fmt: skip
+) -> StoppingResult:
     """Where calibrated stopping stopped each episode and what it cost against ``full`` (the
     same episodes run to the horizon). ``stopped``: the episodes run with the rule inside
     (:class:`CalibratedStop` as the env's stop rule), in the order of ``full``; without them
@@ -609,8 +658,13 @@ def evaluate_stopping(
     covered = sum(1 for c, h in pairs if h is not None and abs(c - h) <= q_hat)
     early = sum(1 for s, f in zip(steps, fired, strict=True) if f and s < horizon)
     return StoppingResult(
-        delta=delta, q_hat=_rounded(q_hat), episodes=len(full), horizon=horizon,
-        stopped=sum(fired), stopped_early=early, stopped_early_share=_share(early, len(full)),
+        delta=delta,
+        q_hat=_rounded(q_hat),
+        episodes=len(full),
+        horizon=horizon,
+        stopped=sum(fired),
+        stopped_early=early,
+        stopped_early_share=_share(early, len(full)),
         stops_with_c_at_least_delta=_share(
             sum(1 for c in stop_c if c >= delta - STOP_TOLERANCE), len(stop_c)
         ),
@@ -621,10 +675,11 @@ def evaluate_stopping(
         tokens_saved_share=_share(sum(saved_tokens), sum(full_tokens)),
         completeness_at_horizon=fixed(fmean(at_end), ROUND),
         completeness_at_stop=fixed(fmean(at_stop), ROUND),
-        completeness_lost=fixed(fmean([e - s for e, s in zip(at_end, at_stop, strict=True)]),
-                                ROUND),
+        completeness_lost=fixed(
+            fmean([e - s for e, s in zip(at_end, at_stop, strict=True)]), ROUND
+        ),
         interval_coverage=fixed(covered / len(pairs), ROUND),
-    )  # fmt: skip
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -674,10 +729,13 @@ def llm_details(estimator: CompletenessEstimator) -> dict[str, object] | None:
     if not isinstance(estimator, LLMEstimator):
         return None
     return {
-        "requested_model": estimator.chat.model, "returned_models": sorted(estimator.models),
-        "temperature": estimator.temperature, "params": estimator.params,
-        "calls": estimator.calls, "usage": dict(estimator.usage),
-    }  # fmt: skip
+        "requested_model": estimator.chat.model,
+        "returned_models": sorted(estimator.models),
+        "temperature": estimator.temperature,
+        "params": estimator.params,
+        "calls": estimator.calls,
+        "usage": dict(estimator.usage),
+    }
 
 
 def calibrate_estimator(
@@ -716,32 +774,53 @@ def calibrate_estimator(
     matrix = np.array([_nan(r) for r in rows], dtype=np.float64).reshape(len(rows), len(c))
     if len(rows) == 1:
         matrix = np.tile(matrix, (seeds, 1))
-    result = run_protocol(c, matrix, alpha, splits=splits, seeds=seeds, base_seed=pool.seed,
-                          fit_mean=fit, protocol=protocol, failure_rule=failure_rule)  # fmt: skip
+    result = run_protocol(
+        c,
+        matrix,
+        alpha,
+        splits=splits,
+        seeds=seeds,
+        base_seed=pool.seed,
+        fit_mean=fit,
+        protocol=protocol,
+        failure_rule=failure_rule,
+    )
     scored, keep = apply_failure_rule(c, matrix[0], failure_rule)
     q_full = conformal_q_hat(np.abs(c - scored)[keep], alpha)
     template = getattr(estimator, "template", None)
     report = CalibrationReport(
         **result.model_dump(exclude={"partitions"}),
-        estimator=estimator.name, estimator_id=estimator.id,
-        estimator_seeded=estimator.seeded, estimate_belief=belief,
+        estimator=estimator.name,
+        estimator_id=estimator.id,
+        estimator_seeded=estimator.seeded,
+        estimate_belief=belief,
         prompt_version=template.version if template is not None else None,
         prompt_sha256=template.sha256 if template is not None else None,
-        llm=llm_details(estimator), corpus=corpus.name,
-        interval_width=pool.interval_width, seed=pool.seed, pool_sha256=pool.sha256,
-        q_hat_full_pool=_rounded(q_full), estimates_computed=cache.computed - computed,
+        llm=llm_details(estimator),
+        corpus=corpus.name,
+        interval_width=pool.interval_width,
+        seed=pool.seed,
+        pool_sha256=pool.sha256,
+        q_hat_full_pool=_rounded(q_full),
+        estimates_computed=cache.computed - computed,
         estimates_cached=cache.hits - hits,
-    )  # fmt: skip
+    )
     return Calibration(
-        report=report, protocol=result, c=[float(x) for x in c], c_hat=rows[0],
-        c_hat_by_seed=rows if estimator.seeded else None, q_hat_full_pool=q_full,
-    )  # fmt: skip
+        report=report,
+        protocol=result,
+        c=[float(x) for x in c],
+        c_hat=rows[0],
+        c_hat_by_seed=rows if estimator.seeded else None,
+        q_hat_full_pool=q_full,
+    )
 
 
 def stopping_estimate(
-    estimator: CompletenessEstimator, cache: EstimateCache, calibration: Calibration,
+    estimator: CompletenessEstimator,
+    cache: EstimateCache,
+    calibration: Calibration,
     belief: str = ESTIMATE_BELIEF,
-) -> Callable[[EpisodeState], float | None]:  # fmt: skip
+) -> Callable[[EpisodeState], float | None]:
     """ĉ of an episode state (seed 0, cached), or the pool mean for ``constant``; None when
     the estimate could not be read (the rule then never stops on it)."""
     if estimator.fits_calibration_mean:
@@ -752,9 +831,13 @@ def stopping_estimate(
 
 
 def trace_episodes(
-    env: SeekerEnv, agent: SeekerAgent, estimate: Callable[[EpisodeState], float | None],
-    doc_ids: Sequence[str], seeds: int = 1, progress: Progress | None = None,
-) -> list[EpisodeTrace]:  # fmt: skip
+    env: SeekerEnv,
+    agent: SeekerAgent,
+    estimate: Callable[[EpisodeState], float | None],
+    doc_ids: Sequence[str],
+    seeds: int = 1,
+    progress: Progress | None = None,
+) -> list[EpisodeTrace]:
     """Every (document, seed) episode traced until it ends (horizon or ``env.stop_rule``)."""
     traces = []
     total = len(doc_ids) * seeds
@@ -801,9 +884,10 @@ def render_table(reports: Sequence[CalibrationReport]) -> str:
         f"{first.splits} splits × {first.seeds} seeds"
     )
     table = format_table(
-        ["Estimator", "q̂", "R²", "Coverage", "States", "Seeds", "Unparsed"], rows,
+        ["Estimator", "q̂", "R²", "Coverage", "States", "Seeds", "Unparsed"],
+        rows,
         groups=[("", 1), (title, 6)],
-    )  # fmt: skip
+    )
     return (
         f"{table}\nprotocol {first.protocol}; the estimators saw belief "
         f"{first.estimate_belief}; unreadable estimates: {first.failure_rule}"
@@ -814,19 +898,38 @@ def render_stopping(reports: Sequence[CalibrationReport]) -> str:
     """Calibrated stopping per estimator and δ, judged where it stops (figure 2d)."""
     rows = [
         [
-            r.estimator, f"{s.delta:g}", _fmt(s.q_hat), f"{s.stopped_early}/{s.episodes}",
-            _pct(s.stops_with_c_at_least_delta), f"{s.mean_stop_step:.2f}",
-            f"{s.steps_saved:.2f}", f"{s.tokens_saved:.0f}", _pct(s.tokens_saved_share),
-            _pct(s.completeness_at_horizon), _pct(s.completeness_at_stop),
+            r.estimator,
+            f"{s.delta:g}",
+            _fmt(s.q_hat),
+            f"{s.stopped_early}/{s.episodes}",
+            _pct(s.stops_with_c_at_least_delta),
+            f"{s.mean_stop_step:.2f}",
+            f"{s.steps_saved:.2f}",
+            f"{s.tokens_saved:.0f}",
+            _pct(s.tokens_saved_share),
+            _pct(s.completeness_at_horizon),
+            _pct(s.completeness_at_stop),
             _pct(s.completeness_lost),
         ]
         for r in reports
         for s in r.stopping
-    ]  # fmt: skip
+    ]
     if not rows:
         return ""
-    header = ["Estimator", "δ", "q̂", "Stopped early", "Stops c≥δ %", "Stop step", "Steps saved",
-              "Tokens saved", "Tokens %", "c(M) %", "c(stop) %", "Lost %"]  # fmt: skip
+    header = [
+        "Estimator",
+        "δ",
+        "q̂",
+        "Stopped early",
+        "Stops c≥δ %",
+        "Stop step",
+        "Steps saved",
+        "Tokens saved",
+        "Tokens %",
+        "c(M) %",
+        "c(stop) %",
+        "Lost %",
+    ]
     return format_table(header, rows)
 
 
@@ -859,9 +962,11 @@ def _maybe(value: float | None) -> float | None:
 
 
 def write_outputs(
-    out_dir: Path, pool: BeliefPool, calibration: Calibration,
+    out_dir: Path,
+    pool: BeliefPool,
+    calibration: Calibration,
     traces: Sequence[EpisodeTrace] = (),
-) -> Path:  # fmt: skip
+) -> Path:
     """Write ``pool.jsonl`` and, under ``<estimator>/``: ``report.json``, ``pairs.jsonl``
     (c, ĉ and score per state: the scatter), ``scores.json`` (sorted scores: the histogram),
     ``partitions.jsonl`` and ``episodes.jsonl`` (stopping traces). Returns the folder."""
@@ -876,20 +981,29 @@ def write_outputs(
     tmp = folder / "report.json.tmp"
     tmp.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
     tmp.replace(folder / "report.json")
-    scores = [None if h is None else abs(c - h)
-              for c, h in zip(calibration.c, calibration.c_hat, strict=True)]  # fmt: skip
+    scores = [
+        None if h is None else abs(c - h)
+        for c, h in zip(calibration.c, calibration.c_hat, strict=True)
+    ]
     by_seed = calibration.c_hat_by_seed
     _write_lines(
         folder / "pairs.jsonl",
         [
-            {"doc_id": s.doc_id, "interval": s.interval, "n_passages": s.n_passages,
-             "retrieved": len(s.retrieved), "c": fixed(c, ROUND), "c_hat": _maybe(h),
-             "score": _maybe(e),
-             **({"c_hat_by_seed": [_maybe(r[i]) for r in by_seed]} if by_seed else {})}
-            for i, (s, c, h, e) in enumerate(zip(pool.states, calibration.c, calibration.c_hat,
-                                                 scores, strict=True))
+            {
+                "doc_id": s.doc_id,
+                "interval": s.interval,
+                "n_passages": s.n_passages,
+                "retrieved": len(s.retrieved),
+                "c": fixed(c, ROUND),
+                "c_hat": _maybe(h),
+                "score": _maybe(e),
+                **({"c_hat_by_seed": [_maybe(r[i]) for r in by_seed]} if by_seed else {}),
+            }
+            for i, (s, c, h, e) in enumerate(
+                zip(pool.states, calibration.c, calibration.c_hat, scores, strict=True)
+            )
         ],
-    )  # fmt: skip
+    )
     summary = {
         "estimator": report.estimator_id,
         "alpha": report.alpha,
@@ -898,8 +1012,7 @@ def write_outputs(
         "q_hat_by_partition": [_number(p.q_hat) for p in calibration.protocol.partitions],
     }
     _write_lines(folder / "scores.json", [summary])
-    _write_lines(folder / "partitions.jsonl",
-                 [_record(p) for p in calibration.protocol.partitions])  # fmt: skip
+    _write_lines(folder / "partitions.jsonl", [_record(p) for p in calibration.protocol.partitions])
     if traces:
         _write_lines(folder / "episodes.jsonl", [_record(t) for t in traces])
     return folder
@@ -978,8 +1091,9 @@ def make_llm_estimator(options: LLMOptions) -> LLMEstimator:
 
     template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)
     params = {k: v for k, v in options.sampling().items() if k != "temperature"}
-    return LLMEstimator(open_client(options), template=template,
-                        temperature=options.temperature, params=params)  # fmt: skip
+    return LLMEstimator(
+        open_client(options), template=template, temperature=options.temperature, params=params
+    )
 
 
 def open_embedder(model: str, query_cache: Path | None) -> CachedEmbedder:
@@ -1017,9 +1131,13 @@ def prime_passage_vectors(embedder: CachedEmbedder, corpus: Corpus, store: Passa
 
 
 def run_stopping(
-    env: SeekerEnv, options: CalibrateOptions, estimator: CompletenessEstimator,
-    cache: EstimateCache, calibration: Calibration, progress: Progress | None = None,
-) -> tuple[list[EpisodeTrace], list[StoppingResult]]:  # fmt: skip
+    env: SeekerEnv,
+    options: CalibrateOptions,
+    estimator: CompletenessEstimator,
+    cache: EstimateCache,
+    calibration: Calibration,
+    progress: Progress | None = None,
+) -> tuple[list[EpisodeTrace], list[StoppingResult]]:
     """Every episode to the horizon, then again per δ with :class:`CalibratedStop` inside the
     environment (the episode ends when the rule fires), judged against the horizon runs."""
     estimate = stopping_estimate(estimator, cache, calibration, options.estimate_belief)
@@ -1090,12 +1208,19 @@ def _calibrate_all(
         env = SeekerEnv(corpus, store, embedder.embed, options.theta, options.steps)
     reports = []
     for estimator in estimators:
-        result = calibrate_estimator(corpus, pool, estimator, cache, options.alpha,
-                                     splits=options.splits, seeds=options.seeds,
-                                     protocol=options.protocol,
-                                     failure_rule=options.failure_rule,
-                                     belief=options.estimate_belief,
-                                     progress=progress)  # fmt: skip
+        result = calibrate_estimator(
+            corpus,
+            pool,
+            estimator,
+            cache,
+            options.alpha,
+            splits=options.splits,
+            seeds=options.seeds,
+            protocol=options.protocol,
+            failure_rule=options.failure_rule,
+            belief=options.estimate_belief,
+            progress=progress,
+        )
         traces: list[EpisodeTrace] = []
         if env is not None:
             traces, stopping = run_stopping(env, options, estimator, cache, result, progress)

@@ -242,9 +242,16 @@ class CorpusFilter(BaseModel):
     def ml_surveys(cls) -> CorpusFilter:
         """Appendix B.1.2: 30 < paragraphs < 237, >= 8 sections, short ratio <= 0.4195, caption
         ratio < 0.05 (no abstract bounds are given: none applied)."""
-        return cls(min_passages=31, max_passages=236, max_short_ratio=0.4195,
-                   short_ratio_inclusive=True, min_sections=8, max_caption_ratio=0.05,
-                   min_abstract_tokens=0, max_abstract_tokens=10**9)  # fmt: skip
+        return cls(
+            min_passages=31,
+            max_passages=236,
+            max_short_ratio=0.4195,
+            short_ratio_inclusive=True,
+            min_sections=8,
+            max_caption_ratio=0.05,
+            min_abstract_tokens=0,
+            max_abstract_tokens=10**9,
+        )
 
     @property
     def needs_links(self) -> bool:
@@ -262,29 +269,54 @@ class CorpusFilter(BaseModel):
         limit = self.max_short_ratio
         if ratio > limit or (ratio == limit and not self.short_ratio_inclusive):
             bound = "at most" if self.short_ratio_inclusive else "below"
-            out.append(("short ratio", f"short-passage ratio {ratio:.3f} (must be {bound} "
-                        f"{limit}; short = under {self.short_tokens} tokens)"))  # fmt: skip
+            out.append(
+                (
+                    "short ratio",
+                    f"short-passage ratio {ratio:.3f} (must be {bound} "
+                    f"{limit}; short = under {self.short_tokens} tokens)",
+                )
+            )
         tokens = doc.abstract_tokens
         if not self.min_abstract_tokens <= tokens <= self.max_abstract_tokens:
-            out.append(("abstract tokens", f"abstract of {tokens} tokens (allowed "
-                        f"{self.min_abstract_tokens}-{self.max_abstract_tokens})"))  # fmt: skip
+            out.append(
+                (
+                    "abstract tokens",
+                    f"abstract of {tokens} tokens (allowed "
+                    f"{self.min_abstract_tokens}-{self.max_abstract_tokens})",
+                )
+            )
         if self.min_sections is not None and len(doc.sections) < self.min_sections:
-            out.append(("min sections",
-                        f"{len(doc.sections)} sections (minimum {self.min_sections})"))  # fmt: skip
+            out.append(
+                ("min sections", f"{len(doc.sections)} sections (minimum {self.min_sections})")
+            )
         captions = caption_ratio(doc)
         if self.max_caption_ratio is not None and captions >= self.max_caption_ratio:
-            out.append(("caption ratio", f"caption-like ratio {captions:.3f} (must be below "
-                        f"{self.max_caption_ratio})"))  # fmt: skip
+            out.append(
+                (
+                    "caption ratio",
+                    f"caption-like ratio {captions:.3f} (must be below {self.max_caption_ratio})",
+                )
+            )
         if self.needs_links:
             if links is None:
-                raise UserError(f"{doc.id}: the in/out link filters need a source with an "
-                                "in-corpus link graph; this one has none")  # fmt: skip
+                raise UserError(
+                    f"{doc.id}: the in/out link filters need a source with an "
+                    "in-corpus link graph; this one has none"
+                )
             if self.min_inbound is not None and links.inbound < self.min_inbound:
-                out.append(("min inbound", f"{links.inbound} in-corpus pages link to it "
-                            f"(minimum {self.min_inbound})"))  # fmt: skip
+                out.append(
+                    (
+                        "min inbound",
+                        f"{links.inbound} in-corpus pages link to it (minimum {self.min_inbound})",
+                    )
+                )
             if self.min_outbound is not None and links.outbound < self.min_outbound:
-                out.append(("min outbound", f"links to {links.outbound} in-corpus pages "
-                            f"(minimum {self.min_outbound})"))  # fmt: skip
+                out.append(
+                    (
+                        "min outbound",
+                        f"links to {links.outbound} in-corpus pages (minimum {self.min_outbound})",
+                    )
+                )
         return out
 
     def problems(self, doc: Document, links: LinkCounts | None = None) -> list[str]:

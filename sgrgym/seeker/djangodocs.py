@@ -79,17 +79,50 @@ FIX = (
 
 # Sphinx object descriptions: a signature and its description (kept as one unit).
 OBJECT_DIRECTIVES = (
-    "attribute", "method", "class", "function", "setting", "django-admin-option",
-    "fieldlookup", "templatefilter", "exception", "templatetag", "data", "django-admin",
-    "classmethod", "staticmethod", "envvar", "object", "option", "describe", "decorator",
-)  # fmt: skip
+    "attribute",
+    "method",
+    "class",
+    "function",
+    "setting",
+    "django-admin-option",
+    "fieldlookup",
+    "templatefilter",
+    "exception",
+    "templatetag",
+    "data",
+    "django-admin",
+    "classmethod",
+    "staticmethod",
+    "envvar",
+    "object",
+    "option",
+    "describe",
+    "decorator",
+)
 # Directives whose whole content is dropped (code, version notes, navigation, markers).
 DROPPED_DIRECTIVES = (
-    "code-block", "sourcecode", "console", "versionadded", "versionchanged", "deprecated",
-    "toctree", "module", "currentmodule", "index", "seealso", "program", "highlight",
-    "literalinclude", "parsed-literal", "rubric", "image", "figure", "contents", "snippet",
+    "code-block",
+    "sourcecode",
+    "console",
+    "versionadded",
+    "versionchanged",
+    "deprecated",
+    "toctree",
+    "module",
+    "currentmodule",
+    "index",
+    "seealso",
+    "program",
+    "highlight",
+    "literalinclude",
+    "parsed-literal",
+    "rubric",
+    "image",
+    "figure",
+    "contents",
+    "snippet",
     "only",
-)  # fmt: skip
+)
 # Directives whose content is kept as ordinary text.
 CONTAINER_DIRECTIVES = ("glossary", "tip", "hint", "caution", "important", "note", "warning")
 
@@ -205,9 +238,14 @@ def _register_docutils(labels: dict[str, tuple[str, str]], roles_used: set[str])
 
     def make_role(role: str) -> Callable[..., Any]:
         def role_fn(
-            name: str, rawtext: str, text: str, lineno: int, inliner: Any,
-            options: Any = None, content: Any = None,
-        ) -> tuple[list[Any], list[Any]]:  # fmt: skip
+            name: str,
+            rawtext: str,
+            text: str,
+            lineno: int,
+            inliner: Any,
+            options: Any = None,
+            content: Any = None,
+        ) -> tuple[list[Any], list[Any]]:
             shown, code = _role_text(text, role, labels)
             node = nodes.literal(rawtext, shown) if code else nodes.Text(shown)
             return [node], []

@@ -357,9 +357,13 @@ class OpenAIEmbeddings(Closing):
         self.mode: Mode = mode
         self.batch_size = batch_size
         self._post = RecordedPost(
-            self.url, Path(cache_path), mode=mode, api_key_env=api_key_env,
-            what="embedding request", timeout_s=timeout_s,
-        )  # fmt: skip
+            self.url,
+            Path(cache_path),
+            mode=mode,
+            api_key_env=api_key_env,
+            what="embedding request",
+            timeout_s=timeout_s,
+        )
         self.cache_path = self._post.cache_path
 
     def close(self) -> None:
@@ -406,8 +410,11 @@ class QueryCache(Closing):
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = Path(path)
         what = "query cache (SQLite)"
-        if (str(path) != ":memory:" and existing_file(self.path, what)
-                and self.path.stat().st_size == 0):  # fmt: skip
+        if (
+            str(path) != ":memory:"
+            and existing_file(self.path, what)
+            and self.path.stat().st_size == 0
+        ):
             raise UserError(
                 f"{self.path}: the {what} is an empty file; delete it (a new cache is "
                 "created where no file exists) or name another --query-cache"

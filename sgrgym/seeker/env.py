@@ -83,9 +83,14 @@ class SeekerEnv:
     """Episodes over a corpus whose passage vectors sit in a verified store."""
 
     def __init__(
-        self, corpus: Corpus, store: PassageStore, embed: Embed, theta: float | None = None,
-        horizon: int = 10, stop_rule: StopRule | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        corpus: Corpus,
+        store: PassageStore,
+        embed: Embed,
+        theta: float | None = None,
+        horizon: int = 10,
+        stop_rule: StopRule | None = None,
+    ) -> None:
         if store.manifest.corpus != corpus.name:
             raise UserError(
                 f"store {store.path} was built for corpus {store.manifest.corpus!r}, "
@@ -137,6 +142,11 @@ class SeekerEnv:
         by_id = {p.id: p for p in state.document.passages}
         done = state.done
         return StepResult(
-            [by_id[pid] for pid in new], per_query, state.completeness, done,
-            state.completeness if done else 0.0, state.stopped, state.truncated,
-        )  # fmt: skip
+            [by_id[pid] for pid in new],
+            per_query,
+            state.completeness,
+            done,
+            state.completeness if done else 0.0,
+            state.stopped,
+            state.truncated,
+        )

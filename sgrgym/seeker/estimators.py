@@ -399,9 +399,13 @@ class Chat(Protocol):
     model: str
 
     def complete(
-        self, messages: list[dict[str, str]], *, seed: int | None = None,
-        temperature: float | None = None, **params: Any,
-    ) -> ChatReply: ...  # fmt: skip
+        self,
+        messages: list[dict[str, str]],
+        *,
+        seed: int | None = None,
+        temperature: float | None = None,
+        **params: Any,
+    ) -> ChatReply: ...
 
 
 class LLMEstimator:
@@ -419,10 +423,14 @@ class LLMEstimator:
     seeded = True
 
     def __init__(
-        self, chat: Chat, *, template: PromptTemplate = COMPLETENESS_PROMPT,
-        temperature: float = 0.0, params: dict[str, Any] | None = None,
+        self,
+        chat: Chat,
+        *,
+        template: PromptTemplate = COMPLETENESS_PROMPT,
+        temperature: float = 0.0,
+        params: dict[str, Any] | None = None,
         parser: Callable[[str], float | None] = parse_completeness,
-    ) -> None:  # fmt: skip
+    ) -> None:
         if not 0.0 <= temperature <= 2.0:
             raise UserError(f"temperature must be in [0, 2], got {temperature}")
         self.chat = chat
@@ -435,14 +443,18 @@ class LLMEstimator:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
         self.models: set[str] = set()
         extra = "".join(f";{k}={v}" for k, v in sorted(self.params.items()))
-        self.id = (f"{self.name}[{chat.model};prompt={template.sha256[:12]};"
-                   f"temperature={temperature:g}{extra}]")  # fmt: skip
+        self.id = (
+            f"{self.name}[{chat.model};prompt={template.sha256[:12]};"
+            f"temperature={temperature:g}{extra}]"
+        )
 
     def estimate(self, belief: VisibleBelief, seed: int = 0) -> float | None:
         reply = self.chat.complete(
-            self.template.messages(belief), seed=seed, temperature=self.temperature,
+            self.template.messages(belief),
+            seed=seed,
+            temperature=self.temperature,
             **self.params,
-        )  # fmt: skip
+        )
         self.calls += 1
         self.models.add(reply.model)
         for key in self.usage:

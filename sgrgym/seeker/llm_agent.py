@@ -114,9 +114,10 @@ def _queries(text: str) -> tuple[list[str], str]:
     if items:
         return items, "list"
     plain = [
-        line for line in _FENCE.sub("", text).splitlines()
+        line
+        for line in _FENCE.sub("", text).splitlines()
         if line.strip() and not _ESTIMATE_LINE.match(line) and not line.rstrip().endswith(":")
-    ]  # fmt: skip
+    ]
     return plain, "lines" if plain else "none"
 
 
@@ -169,12 +170,13 @@ class LLMSeekerAgent:
         """The run card's ``llm`` part: model, sampling, seed rule, prompt and price sha256."""
         client = self.meter.client
         return {
-            "model": client.model, "base_url": client.base_url,
+            "model": client.model,
+            "base_url": client.base_url,
             "settings": self.settings.model_dump(mode="json", exclude={"prompt"}),
             "seed_rule": "--llm-seed" if self.settings.seed is not None else "episode seed",
             "prompts": {self.template.version: self.template.sha256},
             "prices_sha256": self.meter.prices.sha256,
-        }  # fmt: skip
+        }
 
     def _episode(self, state: EpisodeState) -> _Episode:
         key = (state.document.id, state.seed)
@@ -220,10 +222,14 @@ class LLMSeekerAgent:
             episode = self._episodes.pop((state.document.id, state.seed), _Episode())
         malformed = sum(1 for r in episode.replies if r.malformed)
         replies = [
-            {"form": r.form, "queries": len(r.queries), "malformed": r.malformed,
-             **({"c_hat": r.c_hat} if self.settings.estimate else {})}
+            {
+                "form": r.form,
+                "queries": len(r.queries),
+                "malformed": r.malformed,
+                **({"c_hat": r.c_hat} if self.settings.estimate else {}),
+            }
             for r in episode.replies
-        ]  # fmt: skip
+        ]
         return {
             "calls": [c.model_dump(mode="json") for c in episode.calls],
             "replies": replies,

@@ -257,9 +257,11 @@ def page_score(doc: Document, inbound: int, short_tokens: int) -> float:
 
 
 def select_documents(
-    pages: Sequence[Page], filters: CorpusFilter, selection: PydocsSelection,
+    pages: Sequence[Page],
+    filters: CorpusFilter,
+    selection: PydocsSelection,
     topics: Regroup | None = None,
-) -> list[Document]:  # fmt: skip
+) -> list[Document]:
     """The demo subset (module docstring), ordered by topic then id."""
     inbound = inbound_links(pages)
     links = link_counts(pages)
@@ -500,8 +502,10 @@ def build_pydocs_corpus(
     pinned: PydocsManifest | None = None
     if manifest is not None:
         if topics is not None or name != CORPUS_NAME:
-            raise UserError("a corpus with other topic clusters is not the pinned demo corpus: "
-                            "build it unverified (manifest=None) under another name")  # fmt: skip
+            raise UserError(
+                "a corpus with other topic clusters is not the pinned demo corpus: "
+                "build it unverified (manifest=None) under another name"
+            )
         pinned = load_manifest(manifest)
         if pinned.filters != filters or pinned.selection != selection:
             raise UserError(
@@ -588,10 +592,11 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
 
 def stage_stats(stage: str, documents: Sequence[Document]) -> StageStats:
     return StageStats(
-        stage=stage, documents=len(documents),
+        stage=stage,
+        documents=len(documents),
         passages_per_document=_quartiles([d.n_passages for d in documents]),
         tokens_per_passage=_quartiles([p.tokens for d in documents for p in d.passages]),
-    )  # fmt: skip
+    )
 
 
 def filter_counts(
@@ -601,12 +606,20 @@ def filter_counts(
     pages passing it and all earlier ones; and the pages passing every filter."""
     links = link_counts(pages)
     kept = [p for p in pages if p.document.topic not in SKIP_TOPICS]
-    failed = {p.document.id: {name for name, _ in filters.checks(p.document, links[p.document.id])}
-              for p in kept}  # fmt: skip
+    failed = {
+        p.document.id: {name for name, _ in filters.checks(p.document, links[p.document.id])}
+        for p in kept
+    }
     order = [
-        "min passages", "max passages", "short ratio", "abstract tokens", "min sections",
-        "caption ratio", "min inbound", "min outbound",
-    ]  # fmt: skip
+        "min passages",
+        "max passages",
+        "short ratio",
+        "abstract tokens",
+        "min sections",
+        "caption ratio",
+        "min inbound",
+        "min outbound",
+    ]
     active = {name for names in failed.values() for name in names} | {"min passages"}
     counts = []
     seen: set[str] = set()
@@ -614,18 +627,25 @@ def filter_counts(
         if name not in active and not _configured(filters, name):
             continue
         seen.add(name)
-        counts.append(FilterCount(
-            filter=name, failing=sum(1 for f in failed.values() if name in f),
-            remaining=sum(1 for f in failed.values() if not f & seen),
-        ))  # fmt: skip
+        counts.append(
+            FilterCount(
+                filter=name,
+                failing=sum(1 for f in failed.values() if name in f),
+                remaining=sum(1 for f in failed.values() if not f & seen),
+            )
+        )
     passing = [p.document for p in kept if not failed[p.document.id]]
     return counts, passing
 
 
 def _configured(filters: CorpusFilter, name: str) -> bool:
-    field_of = {"max passages": filters.max_passages, "min sections": filters.min_sections,
-                "caption ratio": filters.max_caption_ratio, "min inbound": filters.min_inbound,
-                "min outbound": filters.min_outbound}  # fmt: skip
+    field_of = {
+        "max passages": filters.max_passages,
+        "min sections": filters.min_sections,
+        "caption ratio": filters.max_caption_ratio,
+        "min inbound": filters.min_inbound,
+        "min outbound": filters.min_outbound,
+    }
     return name not in field_of or field_of[name] is not None
 
 
@@ -663,11 +683,14 @@ def filter_report(doc_root: Path = DEFAULT_DOC_ROOT) -> FilterReport:
         counts, kept = filter_counts(pages, filters)
         sets[name] = counts
         passing[name] = stage_stats(name, kept)
-    return FilterReport(package_version=installed_version(),
-                        parsed=stage_stats("parsed", [p.document for p in pages
-                                                      if p.document.topic not in SKIP_TOPICS]),
-                        sets=sets,
-                        passing=passing)  # fmt: skip
+    return FilterReport(
+        package_version=installed_version(),
+        parsed=stage_stats(
+            "parsed", [p.document for p in pages if p.document.topic not in SKIP_TOPICS]
+        ),
+        sets=sets,
+        passing=passing,
+    )
 
 
 def render_filter_report(report: FilterReport) -> str:
@@ -681,7 +704,9 @@ def render_filter_report(report: FilterReport) -> str:
         rows = [[c.filter, str(c.failing), str(c.remaining)] for c in counts]
         parts.append(format_table([f"{name} filter", "Pages failing it", "Pages left"], rows))
     stages = [report.parsed, *report.passing.values()]
-    rows = [[s.stage, str(s.documents), q(s.passages_per_document), q(s.tokens_per_passage)]
-            for s in stages]  # fmt: skip
+    rows = [
+        [s.stage, str(s.documents), q(s.passages_per_document), q(s.tokens_per_passage)]
+        for s in stages
+    ]
     parts.append(format_table(["Stage", "Pages", "Passages / page", "Tokens / passage"], rows))
     return "\n\n".join(parts)

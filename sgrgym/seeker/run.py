@@ -125,15 +125,25 @@ def summary_text(summary: SeekerSummary) -> str:
 
 
 def summarize(
-    episodes: Sequence[dict[str, Any]], corpus: str, agent: str, belief: str, steps: int,
-    seeds: int, theta: float,
-) -> SeekerSummary:  # fmt: skip
+    episodes: Sequence[dict[str, Any]],
+    corpus: str,
+    agent: str,
+    belief: str,
+    steps: int,
+    seeds: int,
+    theta: float,
+) -> SeekerSummary:
     topics: dict[str, list[float]] = {}
     for episode in episodes:
         topics.setdefault(episode["topic"], []).append(episode["final_completeness"])
     diversity = [d for e in episodes for d in e["query_diversity"][1:]]
     return SeekerSummary(
-        corpus=corpus, agent=agent, belief=belief, steps=steps, seeds=seeds, theta=theta,
+        corpus=corpus,
+        agent=agent,
+        belief=belief,
+        steps=steps,
+        seeds=seeds,
+        theta=theta,
         episodes=len(episodes),
         final_completeness=fixed(mean(e["final_completeness"] for e in episodes), 6),
         final_completeness_by_topic={t: fixed(mean(v), 6) for t, v in sorted(topics.items())},
@@ -146,8 +156,9 @@ def summarize(
             fixed(mean(_at(e["belief_tokens"], i) for e in episodes), 3) for i in range(steps)
         ],
         llm=add_totals([LLMTotals(**e["llm"]["totals"]) for e in episodes])
-        if any("llm" in e for e in episodes) else None,
-    )  # fmt: skip
+        if any("llm" in e for e in episodes)
+        else None,
+    )
 
 
 class SeekerRunCard(BaseModel):
@@ -181,11 +192,17 @@ def seeker_run_card(
     env: SeekerEnv, agent: SeekerAgent, belief: str, doc_ids: Sequence[str], seeds: int
 ) -> SeekerRunCard:
     card = SeekerRunCard(
-        corpus=env.corpus.name, corpus_sha256=corpus_sha256(env.corpus),
+        corpus=env.corpus.name,
+        corpus_sha256=corpus_sha256(env.corpus),
         store_vectors_sha256=env.store.manifest.vectors_sha256,
-        model_id=env.store.manifest.model_id, agent=agent.name, belief=belief,
-        steps=env.horizon, seeds=seeds, theta=env.theta, docs=list(doc_ids),
-    )  # fmt: skip
+        model_id=env.store.manifest.model_id,
+        agent=agent.name,
+        belief=belief,
+        steps=env.horizon,
+        seeds=seeds,
+        theta=env.theta,
+        docs=list(doc_ids),
+    )
     if isinstance(agent, RecordingAgent):
         return SeekerLLMRunCard(**card.model_dump(), llm=agent.card())
     return card

@@ -123,9 +123,14 @@ def build_store(
     db = lancedb.connect(str(out_dir))
     db.create_table(TABLE, table, mode="overwrite")
     manifest = StoreManifest(
-        corpus=corpus, corpus_sha256=corpus_sha256, model_id=model_id, dims=dims, theta=theta,
-        rows=len(rows), vectors_sha256=_content_sha256(_sorted_rows(db.open_table(TABLE))),
-    )  # fmt: skip
+        corpus=corpus,
+        corpus_sha256=corpus_sha256,
+        model_id=model_id,
+        dims=dims,
+        theta=theta,
+        rows=len(rows),
+        vectors_sha256=_content_sha256(_sorted_rows(db.open_table(TABLE))),
+    )
     tmp = out_dir / (MANIFEST + ".tmp")
     tmp.write_text(canonical_json(manifest.model_dump(mode="json")), encoding="utf-8")
     os.replace(tmp, out_dir / MANIFEST)
@@ -160,8 +165,10 @@ def _verify_theta_evidence(path: Path, manifest: StoreManifest) -> None:
     try:
         digest = sha256_bytes(evidence.read_bytes())
     except FileNotFoundError:
-        raise UserError(f"{evidence}: the θ evidence the manifest pins is missing; rerun "
-                        "`sgrgym seeker select-theta --pin`") from None  # fmt: skip
+        raise UserError(
+            f"{evidence}: the θ evidence the manifest pins is missing; rerun "
+            "`sgrgym seeker select-theta --pin`"
+        ) from None
     if digest != selection.sha256:
         raise UserError(
             f"{evidence}: sha256 {digest} does not match the manifest's {selection.sha256}; "
@@ -173,8 +180,11 @@ def theta_note(theta: float, store: PassageStore) -> str:
     """How an episode's θ relates to the store's pinned one (for summaries and run cards)."""
     pinned = store.manifest.theta
     selection = store.manifest.theta_selection
-    origin = (f"selected by select-theta, {selection.file} sha256 {selection.sha256[:12]}"
-              if selection else "not selected for this embedder")  # fmt: skip
+    origin = (
+        f"selected by select-theta, {selection.file} sha256 {selection.sha256[:12]}"
+        if selection
+        else "not selected for this embedder"
+    )
     if abs(theta - pinned) > 1e-12:
         return f"θ = {theta:g} overrides the store's pinned θ = {pinned:g} ({origin})"
     return f"θ = {theta:g}: the store's pinned θ ({origin})"
@@ -252,11 +262,16 @@ class PassageStore:
         """The same retrieval through a LanceDB filtered vector search (for the benchmark)."""
         start, end = self._docs[doc_id]
         hits = (
-            self.table.search(query).metric("cosine").where(f"doc_id = '{doc_id}'", prefilter=True)
-            .limit(end - start).to_arrow()
-        )  # fmt: skip
+            self.table.search(query)
+            .metric("cosine")
+            .where(f"doc_id = '{doc_id}'", prefilter=True)
+            .limit(end - start)
+            .to_arrow()
+        )
         return sorted(
-            pid for pid, dist in zip(hits["passage_id"].to_pylist(),
-                                     hits["_distance"].to_pylist(), strict=True)
+            pid
+            for pid, dist in zip(
+                hits["passage_id"].to_pylist(), hits["_distance"].to_pylist(), strict=True
+            )
             if 1.0 - dist > theta
-        )  # fmt: skip
+        )

@@ -143,8 +143,10 @@ def off_topic_probes(corpus: Corpus, per_doc: int = OFF_TOPIC_DOCS) -> list[Prob
     for i, doc in enumerate(corpus.documents):
         for j in _draw_others(corpus, i, per_doc):
             other = corpus.documents[j]
-            probes += [ProbeQuery(doc_id=doc.id, query=s, source=other.id)
-                       for s in abstract_sentences(other.abstract)]  # fmt: skip
+            probes += [
+                ProbeQuery(doc_id=doc.id, query=s, source=other.id)
+                for s in abstract_sentences(other.abstract)
+            ]
     return probes
 
 
@@ -158,16 +160,21 @@ def targeted_query(section: Sequence[str], text: str, phrases: int = TARGET_PHRA
 def targeted_probes(corpus: Corpus, phrases: int = TARGET_PHRASES) -> list[ProbeQuery]:
     """One keyword query per goal passage, written from that passage."""
     return [
-        ProbeQuery(doc_id=d.id, query=targeted_query(p.section, p.text, phrases),
-                   source=f"{d.id}/{p.id}")
-        for d in corpus.documents for p in d.passages
-    ]  # fmt: skip
+        ProbeQuery(
+            doc_id=d.id, query=targeted_query(p.section, p.text, phrases), source=f"{d.id}/{p.id}"
+        )
+        for d in corpus.documents
+        for p in d.passages
+    ]
 
 
 def abstract_probes(corpus: Corpus) -> list[ProbeQuery]:
     """Each document's own abstract sentences (what the ``sentences`` agent issues)."""
-    return [ProbeQuery(doc_id=d.id, query=s, source=d.id)
-            for d in corpus.documents for s in abstract_sentences(d.abstract)]  # fmt: skip
+    return [
+        ProbeQuery(doc_id=d.id, query=s, source=d.id)
+        for d in corpus.documents
+        for s in abstract_sentences(d.abstract)
+    ]
 
 
 def probes_sha256(probes: Sequence[ProbeQuery]) -> str:
@@ -201,28 +208,39 @@ def crossing_point(points: Sequence[ThetaPoint]) -> float | None:
 
 def choose(points: Sequence[ThetaPoint]) -> float:
     """:data:`RULE`: the smallest worse-of-the-two rate; ties go to the larger θ."""
-    return min(points, key=lambda p: (max(p.off_topic_hit_rate, p.targeted_miss_rate),
-                                      -p.theta)).theta  # fmt: skip
+    return min(
+        points, key=lambda p: (max(p.off_topic_hit_rate, p.targeted_miss_rate), -p.theta)
+    ).theta
 
 
 def _failure_rates(
-    store: PassageStore, embedder: Embedder, corpus: Corpus, off_topic_docs: int,
-    target_phrases: int, thetas: Sequence[float],
-) -> list[tuple[float, float]]:  # fmt: skip
+    store: PassageStore,
+    embedder: Embedder,
+    corpus: Corpus,
+    off_topic_docs: int,
+    target_phrases: int,
+    thetas: Sequence[float],
+) -> list[tuple[float, float]]:
     """(off-topic hit rate, targeted miss rate) per θ."""
     off = best_cosines(store, embedder, off_topic_probes(corpus, off_topic_docs))
     target = best_cosines(store, embedder, targeted_probes(corpus, target_phrases))
-    return [(_rate([b > t for b in off]),
-             _rate([not b > t for b in target])) for t in thetas]  # fmt: skip
+    return [(_rate([b > t for b in off]), _rate([not b > t for b in target])) for t in thetas]
 
 
 def select_theta(
-    corpus: Corpus, store: PassageStore, embedder: Embedder, *,
-    grid: Sequence[float] = DEFAULT_GRID, agent: str = "sentences", belief: str = "dedup",
-    horizon: int = 10, queries_per_step: int | None = None,
-    off_topic_docs: int = OFF_TOPIC_DOCS, target_phrases: int = TARGET_PHRASES,
+    corpus: Corpus,
+    store: PassageStore,
+    embedder: Embedder,
+    *,
+    grid: Sequence[float] = DEFAULT_GRID,
+    agent: str = "sentences",
+    belief: str = "dedup",
+    horizon: int = 10,
+    queries_per_step: int | None = None,
+    off_topic_docs: int = OFF_TOPIC_DOCS,
+    target_phrases: int = TARGET_PHRASES,
     progress: Progress | None = None,
-) -> ThetaEvidence:  # fmt: skip
+) -> ThetaEvidence:
     """Appendix A.2 over ``grid``: curves, the two failure rates, the balance point."""
     thetas = sorted({round(float(t), 4) for t in grid})
     if not thetas or not all(-1.0 < t < 1.0 for t in thetas):
@@ -244,35 +262,61 @@ def select_theta(
         player = make_agent(agent, queries_per_step)
         episodes = [run_episode(env, player, render, doc_id, 0) for doc_id in docs]
         near += sum(e["near_theta"] for e in episodes)
-        curve = [fixed(fmean(e["completeness"][i] for e in episodes), ROUND)
-                 for i in range(horizon)]  # fmt: skip
-        points.append(ThetaPoint(
-            theta=theta,
-            off_topic_hit_rate=_rate([b > theta for b in off_best]),
-            targeted_miss_rate=_rate([not b > theta for b in target_best]),
-            abstract_miss_rate=_rate([not b > theta for b in own_best]),
-            completeness_by_step=curve, final_completeness=curve[-1],
-        ))  # fmt: skip
+        curve = [
+            fixed(fmean(e["completeness"][i] for e in episodes), ROUND) for i in range(horizon)
+        ]
+        points.append(
+            ThetaPoint(
+                theta=theta,
+                off_topic_hit_rate=_rate([b > theta for b in off_best]),
+                targeted_miss_rate=_rate([not b > theta for b in target_best]),
+                abstract_miss_rate=_rate([not b > theta for b in own_best]),
+                completeness_by_step=curve,
+                final_completeness=curve[-1],
+            )
+        )
         if progress:
             progress(n, len(thetas), f"θ = {theta:.2f}")
     robustness: list[dict[str, float | int | None]] = []
     for docs_k, phrases_k in ROBUSTNESS:
         rates = _failure_rates(store, embedder, corpus, docs_k, phrases_k, thetas)
-        alt = [p.model_copy(update={"off_topic_hit_rate": o, "targeted_miss_rate": m})
-               for p, (o, m) in zip(points, rates, strict=True)]  # fmt: skip
-        robustness.append({"off_topic_docs": docs_k, "target_phrases": phrases_k,
-                           "crossing": crossing_point(alt), "chosen": choose(alt)})  # fmt: skip
+        alt = [
+            p.model_copy(update={"off_topic_hit_rate": o, "targeted_miss_rate": m})
+            for p, (o, m) in zip(points, rates, strict=True)
+        ]
+        robustness.append(
+            {
+                "off_topic_docs": docs_k,
+                "target_phrases": phrases_k,
+                "crossing": crossing_point(alt),
+                "chosen": choose(alt),
+            }
+        )
     evidence = ThetaEvidence(
-        corpus=corpus.name, corpus_sha256=store.manifest.corpus_sha256,
-        model_id=store.manifest.model_id, vectors_sha256=store.manifest.vectors_sha256,
-        agent=agent, belief=belief, horizon=horizon, queries_per_step=queries_per_step,
-        grid=thetas, paper_grid=list(PAPER_GRID), paper_theta=PAPER_THETA,
-        off_topic_docs=off_topic_docs, target_phrases=target_phrases,
-        off_topic_probes=len(off), off_topic_sha256=probes_sha256(off),
-        targeted_probes=len(target), targeted_sha256=probes_sha256(target),
-        abstract_probes=len(own), points=points, robustness=robustness,
-        crossing=crossing_point(points), rule=RULE, chosen=choose(points),
-    )  # fmt: skip
+        corpus=corpus.name,
+        corpus_sha256=store.manifest.corpus_sha256,
+        model_id=store.manifest.model_id,
+        vectors_sha256=store.manifest.vectors_sha256,
+        agent=agent,
+        belief=belief,
+        horizon=horizon,
+        queries_per_step=queries_per_step,
+        grid=thetas,
+        paper_grid=list(PAPER_GRID),
+        paper_theta=PAPER_THETA,
+        off_topic_docs=off_topic_docs,
+        target_phrases=target_phrases,
+        off_topic_probes=len(off),
+        off_topic_sha256=probes_sha256(off),
+        targeted_probes=len(target),
+        targeted_sha256=probes_sha256(target),
+        abstract_probes=len(own),
+        points=points,
+        robustness=robustness,
+        crossing=crossing_point(points),
+        rule=RULE,
+        chosen=choose(points),
+    )
     evidence._near_theta = near
     return evidence
 
@@ -296,12 +340,14 @@ def pin_theta(store_dir: Path, evidence: ThetaEvidence) -> ThetaSelection:
     manifest_path = store_dir / MANIFEST
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     if (manifest.get("model_id"), manifest.get("vectors_sha256")) != (
-        evidence.model_id, evidence.vectors_sha256,
-    ):  # fmt: skip
+        evidence.model_id,
+        evidence.vectors_sha256,
+    ):
         raise UserError(f"{manifest_path}: the evidence was computed for another store")
     digest = write_evidence(evidence, store_dir / THETA_EVIDENCE)
-    selection = ThetaSelection(file=THETA_EVIDENCE, sha256=digest, rule=RULE,
-                               paper_theta=PAPER_THETA)  # fmt: skip
+    selection = ThetaSelection(
+        file=THETA_EVIDENCE, sha256=digest, rule=RULE, paper_theta=PAPER_THETA
+    )
     manifest["theta"] = evidence.chosen
     manifest["theta_selection"] = selection.model_dump(mode="json")
     tmp = manifest_path.with_name(MANIFEST + ".tmp")

@@ -58,13 +58,16 @@ def cluster_labels(vectors: np.ndarray, settings: TopicClustering) -> list[int]:
     components = settings.umap_components or max(2, dims // 2)
     components = min(components, n - 2)
     reducer = umap.UMAP(
-        n_components=components, metric=settings.umap_metric,
-        n_neighbors=min(settings.umap_neighbors, n - 1), random_state=settings.seed,
+        n_components=components,
+        metric=settings.umap_metric,
+        n_neighbors=min(settings.umap_neighbors, n - 1),
+        random_state=settings.seed,
         n_jobs=1,
-    )  # fmt: skip
+    )
     projected = reducer.fit_transform(np.asarray(vectors, dtype=np.float32))
-    labels = DBSCAN(eps=settings.eps, min_samples=settings.min_samples,
-                    metric=settings.dbscan_metric).fit_predict(projected)  # fmt: skip
+    labels = DBSCAN(
+        eps=settings.eps, min_samples=settings.min_samples, metric=settings.dbscan_metric
+    ).fit_predict(projected)
     return [int(x) for x in labels]
 
 

@@ -50,9 +50,12 @@ def answer_from(pages: Sequence[Page], obs: Observation, table: str | None = Non
     if table is None:
         return "NONE"
     return rows_as_answer(
-        [p.body for p in pages if "html" in p.content_type], table, obs.columns,
-        obs.field_separator, obs.record_separator,
-    )  # fmt: skip
+        [p.body for p in pages if "html" in p.content_type],
+        table,
+        obs.columns,
+        obs.field_separator,
+        obs.record_separator,
+    )
 
 
 class OracleAgent:
@@ -121,9 +124,14 @@ class RandomAgent:
 
 
 OP_OF_KIND: dict[str, OpName] = {
-    "filter": "set_filter", "view": "select_view", "hierarchy": "open_node", "scope": "set_scope",
-    "window": "set_window", "sort": "sort", "page": "page",
-}  # fmt: skip
+    "filter": "set_filter",
+    "view": "select_view",
+    "hierarchy": "open_node",
+    "scope": "set_scope",
+    "window": "set_window",
+    "sort": "sort",
+    "page": "page",
+}
 ROUND_BOUNDS = ("", "100000", "250000", "500000", "1000000", "1900", "1930", "1950", "2000")
 
 
@@ -151,13 +159,18 @@ def random_op(model: SiteModel, state: State, page: Page, rng: random.Random) ->
         return Op(op="clear_filter", control=control.name)
     if control.kind == "sort":
         keys = control.values or tuple(_link_values(model, page, first)) or ("",)
-        return Op(op="sort", control=control.name, value=rng.choice(keys),
-                  end=rng.choice(("asc", "desc")))  # fmt: skip
+        return Op(
+            op="sort", control=control.name, value=rng.choice(keys), end=rng.choice(("asc", "desc"))
+        )
     if control.kind == "window":
         starts = _link_values(model, page, first) or list(ROUND_BOUNDS)
         ends = _link_values(model, page, control.params[1]) or [""]
-        return Op(op="set_window", control=control.name, value=rng.choice(starts),
-                  end=rng.choice(["", *ends]))  # fmt: skip
+        return Op(
+            op="set_window",
+            control=control.name,
+            value=rng.choice(starts),
+            end=rng.choice(["", *ends]),
+        )
     if control.kind == "page":
         return Op(op="page", control=control.name, value=str(rng.randint(1, 3)))
     values = list(control.values) or _link_values(model, page, first)

@@ -66,9 +66,13 @@ def _summary(run: str, agent: str, categories: list[str]) -> RunAudit:
     counts = {c: seen.get(c, 0) for c in CATEGORIES}
     failures = sum(counts.values())
     return RunAudit(
-        run=run, agent=agent, counts=counts, failures=failures, solved=seen.get(SOLVED, 0),
+        run=run,
+        agent=agent,
+        counts=counts,
+        failures=failures,
+        solved=seen.get(SOLVED, 0),
         shares={c: (n / failures if failures else 0.0) for c, n in counts.items()},
-    )  # fmt: skip
+    )
 
 
 def audit_runs(run_dirs: list[Path]) -> Audit:
@@ -85,13 +89,18 @@ def audit_runs(run_dirs: list[Path]) -> Audit:
 def render_audit(audit: Audit) -> str:
     head = ["Run", *(SHORT[c] for c in CATEGORIES), "Fail", "Solved"]
     rows = [
-        [f"{r.agent} ({r.run})", *(str(r.counts[c]) for c in CATEGORIES), str(r.failures),
-         str(r.solved)]
+        [
+            f"{r.agent} ({r.run})",
+            *(str(r.counts[c]) for c in CATEGORIES),
+            str(r.failures),
+            str(r.solved),
+        ]
         for r in [*audit.runs, audit.total]
-    ]  # fmt: skip
+    ]
     total = audit.total
-    rows.append(["share of failures", *(f"{100 * total.shares[c]:.1f}%" for c in CATEGORIES),
-                 "", ""])  # fmt: skip
+    rows.append(
+        ["share of failures", *(f"{100 * total.shares[c]:.1f}%" for c in CATEGORIES), "", ""]
+    )
     note = (
         "\nShares are over failures only (solved excluded), as in the paper's table 4. "
         f"Not detected automatically: {', '.join(audit.not_detected)}."

@@ -117,9 +117,12 @@ def evidence(reference: Reference, k: int) -> int:
 
 
 def _root_cause(
-    model: SiteModel, reference: Reference, path: list[State], required: list[int],
+    model: SiteModel,
+    reference: Reference,
+    path: list[State],
+    required: list[int],
     reached: set[State],
-) -> tuple[str, int] | None:  # fmt: skip
+) -> tuple[str, int] | None:
     """(category, state index) of the first required state not reached, None if all were."""
     on_path = set(path)
     previous = 0
@@ -175,10 +178,15 @@ def diagnose(
     """Label one episode (see the module docstring)."""
     if reference is None or model is None:
         return Diagnostics(
-            category="no reference", reference_states=0, required_states=0,
-            required_states_reached=0, reached_answer_states=False, first_missed_state=None,
-            first_divergence_step=None, steps_outside_reference=0,
-        )  # fmt: skip
+            category="no reference",
+            reference_states=0,
+            required_states=0,
+            required_states_reached=0,
+            reached_answer_states=False,
+            first_missed_state=None,
+            first_divergence_step=None,
+            steps_outside_reference=0,
+        )
     path = walk(model, reference.path)
     n = len(path)
     answers = sorted({i % n for i in reference.answer.states})

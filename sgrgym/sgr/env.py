@@ -164,9 +164,13 @@ class SgrEnv:
             self._submitted = None
             self.started = self.last_progress = time.monotonic()
         prompt = task_prompt(
-            self.current_date, task.task.instruction, task.task.output_format, task.columns,
-            task.field_sep, task.record_sep,
-        )  # fmt: skip
+            self.current_date,
+            task.task.instruction,
+            task.task.output_format,
+            task.columns,
+            task.field_sep,
+            task.record_sep,
+        )
         return Observation(
             task_id=task.task_id,
             prompt=prompt,
@@ -285,8 +289,9 @@ class SgrEnv:
     def twin(self) -> SgrEnv:
         """Another environment over the same pack, sites, renderer and search index, for a
         parallel episode (each environment runs one episode at a time)."""
-        return SgrEnv(self.snapshot, self.sites, self.budget, self.current_date, self.renderer,
-                      web=self.web)  # fmt: skip
+        return SgrEnv(
+            self.snapshot, self.sites, self.budget, self.current_date, self.renderer, web=self.web
+        )
 
     def close(self) -> None:
         if self._own_web:

@@ -98,10 +98,16 @@ class LLMRunCard(RunCard):
 def openai_tools(site_ops: bool = False) -> list[dict[str, Any]]:
     """The tool file's tools as OpenAI function tools (same names, descriptions, schemas)."""
     return [
-        {"type": "function",
-         "function": {"name": s.name, "description": s.description, "parameters": s.input_schema}}
+        {
+            "type": "function",
+            "function": {
+                "name": s.name,
+                "description": s.description,
+                "parameters": s.input_schema,
+            },
+        }
         for s in tool_specs(site_ops)
-    ]  # fmt: skip
+    ]
 
 
 def cut(text: str, limit: int) -> str:
@@ -194,9 +200,14 @@ class LLMAgent:
         with self._lock:
             self._episodes[obs.task_id] = calls
         prompt = task_prompt(
-            obs.current_date, obs.instruction, obs.output_format, obs.columns,
-            obs.field_separator, obs.record_separator, self.tool_names,
-        )  # fmt: skip
+            obs.current_date,
+            obs.instruction,
+            obs.output_format,
+            obs.columns,
+            obs.field_separator,
+            obs.record_separator,
+            self.tool_names,
+        )
         talk = _Conversation([{"role": "user", "content": prompt}])
         final: str | None = None
         for turn in range(self.settings.max_turns):
@@ -230,9 +241,12 @@ class LLMAgent:
 
     def _complete(self, talk: _Conversation, task_id: str, calls: EpisodeCalls) -> ChatReply:
         reply, record = self.meter.complete(
-            talk.messages, episode=task_id, tools=self.tools, seed=self.settings.seed,
+            talk.messages,
+            episode=task_id,
+            tools=self.tools,
+            seed=self.settings.seed,
             **self.settings.sampling,
-        )  # fmt: skip
+        )
         calls.records.append(record)
         return reply
 
@@ -246,15 +260,23 @@ class LLMAgent:
         native = reply.tool_call_source == "native"
         ids = [c.id or f"call_{turn + 1}_{i + 1}" for i, c in enumerate(reply.tool_calls)]
         if native:
-            talk.messages.append({
-                "role": "assistant", "content": reply.text or None,
-                "tool_calls": [
-                    {"id": call_id, "type": "function",
-                     "function": {"name": c.name,
-                                  "arguments": c.raw_arguments or json.dumps(c.arguments)}}
-                    for call_id, c in zip(ids, reply.tool_calls, strict=True)
-                ],
-            })  # fmt: skip
+            talk.messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text or None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {
+                                "name": c.name,
+                                "arguments": c.raw_arguments or json.dumps(c.arguments),
+                            },
+                        }
+                        for call_id, c in zip(ids, reply.tool_calls, strict=True)
+                    ],
+                }
+            )
         else:
             talk.messages.append({"role": "assistant", "content": reply.text})
         texts = []
@@ -321,9 +343,15 @@ def make_llm_agent(
     from sgrgym.llm.options import open_meter
 
     settings = LLMAgentSettings(
-        model=options.model, base_url=options.base_url, sampling=options.sampling(), seed=seed,
-        site_ops=site_ops, max_turns=max_turns, result_chars=result_chars,
-        keep_results=keep_results, tools_sha256=tools_sha256(),
-    )  # fmt: skip
+        model=options.model,
+        base_url=options.base_url,
+        sampling=options.sampling(),
+        seed=seed,
+        site_ops=site_ops,
+        max_turns=max_turns,
+        result_chars=result_chars,
+        keep_results=keep_results,
+        tools_sha256=tools_sha256(),
+    )
     meter = open_meter(options)
     return LLMAgent(meter, settings.model_copy(update={"prices_sha256": meter.prices.sha256}))

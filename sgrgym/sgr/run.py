@@ -75,9 +75,7 @@ class RunCard(BaseModel):
     rendered_sites: dict[str, RenderedSite] = {}  # site -> app version, data file sha256s
 
 
-def run_card(
-    env: SgrEnv, agent: Agent | str, seed: int, task_files: Sequence[Path]
-) -> RunCard:  # fmt: skip
+def run_card(env: SgrEnv, agent: Agent | str, seed: int, task_files: Sequence[Path]) -> RunCard:
     return RunCard(
         pack=env.snapshot.manifest.pack,
         pack_sha256=env.snapshot.pin,
@@ -209,8 +207,9 @@ def run_tasks(
                         episode, extra = future.result()
                         score = record_episode(folder, task, env.sites, episode, extra)
                         if progress:
-                            progress(number, len(tasks),
-                                     f"{task.task_id} item_f1={score.item_f1:.2f}")  # fmt: skip
+                            progress(
+                                number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}"
+                            )
                 except BaseException:
                     for _, _, future in futures:
                         future.cancel()

@@ -72,12 +72,14 @@ def _notes(report: ScoreReport) -> list[str]:
             ("Missing predictions, scored as empty", report.missing),
             ("Parse failures, scored 0", report.parse_failures),
             ("Several tables in one answer, the last complete one scored", report.multiple_tables),
-            ("Domains with no source family (left out of the family table)",
-             report.unmapped_domains),
+            (
+                "Domains with no source family (left out of the family table)",
+                report.unmapped_domains,
+            ),
             ("Predictions for unknown task ids, not scored", report.unknown_predictions),
         )
         if ids
-    ]  # fmt: skip
+    ]
 
 
 def _modes(report: ScoreReport) -> str:

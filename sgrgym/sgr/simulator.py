@@ -92,9 +92,12 @@ class Simulator:
         response = self.snapshot.fetch(url)
         if response.match != "miss":
             return Served(
-                response.url, response.status, response.content_type, response.body,
+                response.url,
+                response.status,
+                response.content_type,
+                response.body,
                 response.match,
-            )  # fmt: skip
+            )
         if site and self.renderer is not None and self.renderer.handles(site):
             status, content_type, body = self.renderer.respond(site, url)
             return Served(url, status, content_type, body, "rendered")
@@ -128,12 +131,18 @@ class Simulator:
         match = "error" if result.error else (served.match if served else "")
         self.trajectory.append(
             TrajectoryStep(
-                step=len(self.trajectory) + 1, tool=tool, args=args, site=result.site,
-                state=result.url, match=match, status=served.status if served else 0,
-                bytes=len(served.body) if served else 0, dependency=dependency,
+                step=len(self.trajectory) + 1,
+                tool=tool,
+                args=args,
+                site=result.site,
+                state=result.url,
+                match=match,
+                status=served.status if served else 0,
+                bytes=len(served.body) if served else 0,
+                dependency=dependency,
                 note=result.error,
             )
-        )  # fmt: skip
+        )
 
     def _invalid(self, model: SiteModel, exc: InvalidValue) -> StepResult:
         """A request with a value the site does not offer: the site's validation page."""

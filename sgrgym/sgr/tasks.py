@@ -383,9 +383,21 @@ def _build(
     except ValueError as exc:
         raise ValueError(f"row key: {exc}") from None
     return ScoringTask(
-        task, source, line, columns, canons, key, rule, gold_rows, gold_canon,
-        mode, kinds, statement, tuple(warnings), notes,
-    )  # fmt: skip
+        task,
+        source,
+        line,
+        columns,
+        canons,
+        key,
+        rule,
+        gold_rows,
+        gold_canon,
+        mode,
+        kinds,
+        statement,
+        tuple(warnings),
+        notes,
+    )
 
 
 def build_task(

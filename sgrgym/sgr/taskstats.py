@@ -23,14 +23,23 @@ from sgrgym.sgr.tasks import ScoringTask
 
 # Appendix K's cardinality bins (label, lowest, highest; None = no upper bound).
 CARDINALITY_BINS: tuple[tuple[str, int, int | None], ...] = (
-    ("1-2", 1, 2), ("3-5", 3, 5), ("6-10", 6, 10), ("11+", 11, None),
-)  # fmt: skip
+    ("1-2", 1, 2),
+    ("3-5", 3, 5),
+    ("6-10", 6, 10),
+    ("11+", 11, None),
+)
 # Which state mechanism (section 3.3's vocabulary) an operation exercises.
 MECHANISMS = {
-    "set_filter": "facets", "clear_filter": "facets", "open_node": "hierarchy",
-    "set_window": "time window", "set_scope": "scope", "select_view": "view", "sort": "sort",
-    "page": "pages", "goto": "link",
-}  # fmt: skip
+    "set_filter": "facets",
+    "clear_filter": "facets",
+    "open_node": "hierarchy",
+    "set_window": "time window",
+    "set_scope": "scope",
+    "select_view": "view",
+    "sort": "sort",
+    "page": "pages",
+    "goto": "link",
+}
 EXPORT_SUFFIXES = {".csv": "CSV export", ".pdf": "PDF report"}
 UNKNOWN_FAMILY = "(no family)"
 

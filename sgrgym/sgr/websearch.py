@@ -122,9 +122,14 @@ class Findability:
 
 
 def findability(
-    web: WebSearch, sim: Simulator, task_id: str, instruction: str, host: str,
-    gold_rows: Sequence[Sequence[str]], depth: int = 50,
-) -> Findability:  # fmt: skip
+    web: WebSearch,
+    sim: Simulator,
+    task_id: str,
+    instruction: str,
+    host: str,
+    gold_rows: Sequence[Sequence[str]],
+    depth: int = 50,
+) -> Findability:
     """Search ``instruction`` and each sentence; count reference rows in the top ``depth``."""
     rank = first_rank(web.search(instruction, depth), host)
     leaks: dict[str, int] = {}

@@ -367,9 +367,13 @@ class Recorder:
                 try:
                     with capture_http(writer, self._filter(spec), record_ip=not self.fixed_date):
                         response = session.request(
-                            spec.method.upper(), spec.url, data=body, headers=headers,
-                            timeout=self.timeout_s, allow_redirects=False,
-                        )  # fmt: skip
+                            spec.method.upper(),
+                            spec.url,
+                            data=body,
+                            headers=headers,
+                            timeout=self.timeout_s,
+                            allow_redirects=False,
+                        )
                         content = response.content
                 except requests.RequestException as exc:
                     failed.append(f"{spec.method} {spec.url}: {exc.__class__.__name__}: {exc}")
@@ -379,9 +383,12 @@ class Recorder:
                 if self.progress:
                     self.progress(f"[{recorded}] {response.status_code} {spec.method} {spec.url}")
                 links = self._follow(
-                    spec.url, response.status_code, response.headers.get("Location", ""),
-                    response.headers.get("Content-Type", ""), content,
-                )  # fmt: skip
+                    spec.url,
+                    response.status_code,
+                    response.headers.get("Location", ""),
+                    response.headers.get("Content-Type", ""),
+                    content,
+                )
                 queue.extend(RequestSpec(url=link) for link in links)
         pin = self.write_manifest()
         return RecordResult(self.pack_dir, recorded, skipped, failed, pin)
@@ -407,9 +414,12 @@ class Recorder:
             os.close(fd)
         headers = {k.lower(): v for k, v in http.headers}
         return self._follow(
-            url, http.status, headers.get("location", ""), headers.get("content-type", ""),
+            url,
+            http.status,
+            headers.get("location", ""),
+            headers.get("content-type", ""),
             http.body,
-        )  # fmt: skip
+        )
 
     def write_manifest(self) -> str:
         """Describe the pack's files; a resumed pack keeps the date it was first created."""

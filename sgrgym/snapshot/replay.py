@@ -72,9 +72,17 @@ def _capture(row: Row, original: Capture | None = None) -> Capture:
     """The capture of one index row (columns as in :data:`_COLUMNS`)."""
     _, _, _, _, status, mime, warc, offset, length, time, location, record_id = row[:12]
     return Capture(
-        str(row[0]), int(status), str(mime), str(warc), int(offset), int(length),  # type: ignore[call-overload]
-        str(time), str(location), str(record_id), original,
-    )  # fmt: skip
+        str(row[0]),
+        int(status),
+        str(mime),
+        str(warc),
+        int(offset),
+        int(length),  # type: ignore[call-overload]
+        str(time),
+        str(location),
+        str(record_id),
+        original,
+    )
 
 
 def _originals(rows: list[Row]) -> dict[tuple[str, str], Capture]:
@@ -123,9 +131,13 @@ class Snapshot(Closing):
     """A verified, indexed pack ready to answer requests offline."""
 
     def __init__(
-        self, pack_dir: Path, manifest: Manifest, pin: str, captures: list[Row],
+        self,
+        pack_dir: Path,
+        manifest: Manifest,
+        pin: str,
+        captures: list[Row],
         max_record_bytes: int = MAX_RECORD_BYTES,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.pack_dir = pack_dir
         self.manifest = manifest
         self.pin = pin
@@ -258,9 +270,15 @@ class Snapshot(Closing):
                 ("X-Sgrgym-Capture-Time", capture.capture_time),
             )
             return Response(
-                capture.url, http.status, http.reason, headers, http.body, match,
-                tuple(redirects), capture.capture_time,
-            )  # fmt: skip
+                capture.url,
+                http.status,
+                http.reason,
+                headers,
+                http.body,
+                match,
+                tuple(redirects),
+                capture.capture_time,
+            )
 
     def _redirect(
         self, capture: Capture, method: str, body: bytes | None, content_type: str

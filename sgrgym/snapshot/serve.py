@@ -52,9 +52,17 @@ _ONE_SLASH = re.compile(r"^(https?):/(?!/)", re.IGNORECASE)  # some clients merg
 _QUOTED = re.compile(r"^https?%3A", re.IGNORECASE)  # a target sent percent-encoded whole
 _OWN_HEADERS = {"content-length", "connection", "keep-alive", "transfer-encoding"}
 _METHODS = ("GET", "HEAD", "POST")
-_REASONS = {200: "OK", 400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large",
-            431: "Request Header Fields Too Large", 500: "Internal Server Error",
-            501: "Not Implemented", 502: "Bad Gateway", 503: "Service Unavailable"}  # fmt: skip
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    408: "Request Timeout",
+    413: "Content Too Large",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 class BadRequest(Exception):
@@ -136,10 +144,14 @@ class ReplayServer:
     """
 
     def __init__(
-        self, snapshot: Snapshot, host: str = "127.0.0.1", port: int = 0,
-        log_requests: bool = False, body_timeout_s: float = BODY_TIMEOUT_S,
+        self,
+        snapshot: Snapshot,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_requests: bool = False,
+        body_timeout_s: float = BODY_TIMEOUT_S,
         max_inflight_bytes: int = MAX_INFLIGHT_BYTES,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.snapshot = snapshot
         self.log_requests = log_requests
         self.body_timeout_s = body_timeout_s
@@ -238,9 +250,12 @@ class ReplayServer:
             self.inflight_bytes -= length
 
     async def _complete(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: Request,
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        request: Request,
         length: int,
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Read the request's body (within the body timeout) and answer it."""
         if length and request.headers.get("expect", "").lower() == "100-continue":
             writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -314,9 +329,14 @@ class ReplayServer:
         return headers
 
     def _text(
-        self, status: int, text: str, keep_alive: bool = False, close: bool = False,
-        request: Request | None = None, extra: list[tuple[str, str]] | None = None,
-    ) -> bytes:  # fmt: skip
+        self,
+        status: int,
+        text: str,
+        keep_alive: bool = False,
+        close: bool = False,
+        request: Request | None = None,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> bytes:
         data = text.encode("utf-8")
         headers = [("Server", SERVER), ("Content-Type", "text/plain; charset=utf-8")]
         headers += extra or []

@@ -639,9 +639,11 @@ def import_archives(
                 reasons.setdefault(problem.offset, []).append(problem.what)
             for offset, found in sorted(reasons.items()):
                 record = by_offset[offset]
-                skipped.append(SkippedRecord(
-                    source=names[record.source], record=record.number, reason="; ".join(found)
-                ))  # fmt: skip
+                skipped.append(
+                    SkippedRecord(
+                        source=names[record.source], record=record.number, reason="; ".join(found)
+                    )
+                )
             copied = _drop_records(warc, copied, {p.offset for p in problems})
             if not copied:
                 raise UserError("no record's digests verify: nothing to import")
@@ -655,9 +657,14 @@ def import_archives(
             return site if site.source else site.model_copy(update={"source": found})
 
         manifest, again = build_manifest(
-            work, out_dir.name, fixed_date or utc_now(), CanonRules(), site_for=site_for,
-            check_digests=True, cap=max_record_bytes,
-        )  # fmt: skip
+            work,
+            out_dir.name,
+            fixed_date or utc_now(),
+            CanonRules(),
+            site_for=site_for,
+            check_digests=True,
+            cap=max_record_bytes,
+        )
         if again:
             raise UserError(f"records still fail after skipping: {again[0]}")
         manifest.skipped = skipped

@@ -30,14 +30,30 @@ BufferedReader.DECOMPRESSORS.pop("br", None)
 
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _HOP_BY_HOP = {
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-    "trailers", "transfer-encoding", "upgrade", "content-encoding", "content-length",
-}  # fmt: skip
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "trailers",
+    "transfer-encoding",
+    "upgrade",
+    "content-encoding",
+    "content-length",
+}
 # warcio raises these on malformed input (missing headers surface as AttributeError/TypeError).
 _READ_ERRORS = (
-    ArchiveLoadFailed, zlib.error, EOFError, ValueError, OSError, AttributeError, TypeError,
-    KeyError, IndexError,
-)  # fmt: skip
+    ArchiveLoadFailed,
+    zlib.error,
+    EOFError,
+    ValueError,
+    OSError,
+    AttributeError,
+    TypeError,
+    KeyError,
+    IndexError,
+)
 
 
 class WarcError(UserError):

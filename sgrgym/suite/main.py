@@ -119,10 +119,10 @@ def _open_sgr(config: RunConfig) -> _Sgr:
 
     cfg = config.sgr
     files = list(cfg.tasks) or demo_task_files()
-    budget = Budget(max_tool_calls=cfg.max_tool_calls, max_wall_s=cfg.max_wall_s,
-                    stall_s=cfg.stall_s)  # fmt: skip
-    env, tasks, references = open_sgr_run(cfg.pack, files, budget, cfg.current_date,
-                                          not cfg.render)  # fmt: skip
+    budget = Budget(
+        max_tool_calls=cfg.max_tool_calls, max_wall_s=cfg.max_wall_s, stall_s=cfg.stall_s
+    )
+    env, tasks, references = open_sgr_run(cfg.pack, files, budget, cfg.current_date, not cfg.render)
     setup = AgentSetup(references, tuple(t.task_id for t in tasks), cfg.seed, cfg.random_steps)
     return _Sgr(env, tasks, files, setup)
 
@@ -155,8 +155,9 @@ def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, dict[str, 
         if task_manifest.is_file():
             files["task manifest"] = task_manifest
     hashes = file_hashes(files)
-    return {label: {"path": str(files[label]), "sha256": digest}
-            for label, digest in hashes.items()}  # fmt: skip
+    return {
+        label: {"path": str(files[label]), "sha256": digest} for label, digest in hashes.items()
+    }
 
 
 def _tool_schemas_sha256() -> str:
@@ -175,13 +176,19 @@ def _card(config: RunConfig, seeker: _Seeker | None, sgr: _Sgr | None) -> TopCar
         models["llm"] = config.llm.model
         endpoints.append(_llm_options(config.llm).base_url)
     return TopCard(
-        config=config.card(), config_sha256=config.sha256(),
-        seeds={"seeker": config.seeker.seeds, "calibration_split_seed": config.calibration.seed,
-               "calibration_estimator_seeds": config.calibration.seeds,
-               "sgr": config.sgr.seed},
-        models=models, endpoints=endpoints, manifests=_manifests(seeker, sgr),
+        config=config.card(),
+        config_sha256=config.sha256(),
+        seeds={
+            "seeker": config.seeker.seeds,
+            "calibration_split_seed": config.calibration.seed,
+            "calibration_estimator_seeds": config.calibration.seeds,
+            "sgr": config.sgr.seed,
+        },
+        models=models,
+        endpoints=endpoints,
+        manifests=_manifests(seeker, sgr),
         tool_schemas_sha256=_tool_schemas_sha256() if sgr is not None else None,
-    )  # fmt: skip
+    )
 
 
 def _check_names(config: RunConfig) -> None:
@@ -190,10 +197,12 @@ def _check_names(config: RunConfig) -> None:
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.sgr.registry import agent_names
 
-    for key, names in (("seeker.agents", config.seeker.agents),
-                       ("seeker.beliefs", config.seeker.beliefs),
-                       ("sgr.agents", config.sgr.agents),
-                       ("calibration.estimators", config.calibration.estimators)):  # fmt: skip
+    for key, names in (
+        ("seeker.agents", config.seeker.agents),
+        ("seeker.beliefs", config.seeker.beliefs),
+        ("sgr.agents", config.sgr.agents),
+        ("calibration.estimators", config.calibration.estimators),
+    ):
         if len(set(names)) != len(names):
             raise UserError(f"{key}: a name is given twice ({names})")
     for key, check in (("seeker.agents", seeker_agent), ("seeker.beliefs", belief_renderer)):
@@ -204,8 +213,9 @@ def _check_names(config: RunConfig) -> None:
                 raise UserError(f"{key}: {exc}") from None
     unknown = [a for a in config.sgr.agents if a not in agent_names()]
     if unknown:
-        raise UserError(f"sgr.agents: no SGR agent {unknown[0]!r}; agents: "
-                        f"{', '.join(agent_names())}")  # fmt: skip
+        raise UserError(
+            f"sgr.agents: no SGR agent {unknown[0]!r}; agents: {', '.join(agent_names())}"
+        )
 
 
 def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
@@ -217,9 +227,16 @@ def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | N
     for agent_name in cfg.agents:
         for belief in cfg.beliefs:
             progress(f"SeekerGym: agent {agent_name}, belief {belief}")
-            run_seeker(seeker.env, make_agent(agent_name, cfg.queries_per_step),
-                       belief_renderer(belief), belief, seeker.docs, cfg.seeds,
-                       out / seeker_part(agent_name, belief), bar)  # fmt: skip
+            run_seeker(
+                seeker.env,
+                make_agent(agent_name, cfg.queries_per_step),
+                belief_renderer(belief),
+                belief,
+                seeker.docs,
+                cfg.seeds,
+                out / seeker_part(agent_name, belief),
+                bar,
+            )
 
 
 def _llm_options(cfg: LLMConfig) -> Any:
@@ -233,10 +250,16 @@ def _llm_options(cfg: LLMConfig) -> Any:
     if not base_url:
         raise UserError(f"llm.base_url: needed for the model {cfg.model!r} (not local:NAME)")
     return LLMOptions(
-        model=cfg.model, base_url=base_url, api_key_env=cfg.api_key_env, cache=cfg.cache,
-        mode=cfg.mode, temperature=cfg.temperature, top_p=cfg.top_p, max_tokens=cfg.max_tokens,
+        model=cfg.model,
+        base_url=base_url,
+        api_key_env=cfg.api_key_env,
+        cache=cfg.cache,
+        mode=cfg.mode,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        max_tokens=cfg.max_tokens,
         seed=cfg.seed,
-    )  # fmt: skip
+    )
 
 
 def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
@@ -250,9 +273,10 @@ def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress
     assert config.llm is not None
     options = _llm_options(config.llm)
     settings = LLMAgentSettings(
-        queries_per_step=config.llm.queries_per_step or DEFAULT_QUERIES, seed=options.seed,
+        queries_per_step=config.llm.queries_per_step or DEFAULT_QUERIES,
+        seed=options.seed,
         sampling=options.sampling(),
-    )  # fmt: skip
+    )
     # The model's query vectors are recorded beside its calls: a replay embeds nothing.
     recorded = recorded_embedder(
         config.seeker.model, options.cache, options.mode, lambda: seeker.embedder
@@ -281,12 +305,22 @@ def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progres
     cfg = config.calibration
     progress(f"Calibration: {', '.join(cfg.estimators)}")
     options = CalibrateOptions(
-        corpus_file=seeker.corpus_file, store_dir=seeker.store_dir, model=config.seeker.model,
-        estimators=tuple(cfg.estimators), alpha=cfg.alpha, splits=cfg.splits, seeds=cfg.seeds,
-        seed=cfg.seed, stopping=cfg.stopping, stop_deltas=tuple(cfg.stop_deltas),
-        agent=cfg.agent, steps=cfg.steps, theta=config.seeker.theta, out=out / CALIBRATION,
+        corpus_file=seeker.corpus_file,
+        store_dir=seeker.store_dir,
+        model=config.seeker.model,
+        estimators=tuple(cfg.estimators),
+        alpha=cfg.alpha,
+        splits=cfg.splits,
+        seeds=cfg.seeds,
+        seed=cfg.seed,
+        stopping=cfg.stopping,
+        stop_deltas=tuple(cfg.stop_deltas),
+        agent=cfg.agent,
+        steps=cfg.steps,
+        theta=config.seeker.theta,
+        out=out / CALIBRATION,
         query_cache=seeker.query_cache,
-    )  # fmt: skip
+    )
     with calibration_folder(options) as finish:
         run_calibration(options, bar)
         finish()
@@ -308,12 +342,16 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
         options = _llm_options(cfg)
         progress(f"SGR: agent llm ({options.model})")
         llm = make_llm_agent(
-            options, seed=config.sgr.seed if options.seed is None else options.seed,
-            site_ops=cfg.site_ops, max_turns=cfg.max_turns, result_chars=cfg.result_chars,
+            options,
+            seed=config.sgr.seed if options.seed is None else options.seed,
+            site_ops=cfg.site_ops,
+            max_turns=cfg.max_turns,
+            result_chars=cfg.result_chars,
             keep_results=cfg.keep_results,
-        )  # fmt: skip
-        card = LLMRunCard(**run_card(sgr.env, llm, config.sgr.seed, sgr.files).model_dump(),
-                          llm=llm.settings)  # fmt: skip
+        )
+        card = LLMRunCard(
+            **run_card(sgr.env, llm, config.sgr.seed, sgr.files).model_dump(), llm=llm.settings
+        )
         try:
             run_tasks(sgr.env, llm, sgr.tasks, out / sgr_part("llm"), card, bar)
         finally:

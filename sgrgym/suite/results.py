@@ -164,11 +164,16 @@ def calibration_row(folder: Path) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{folder}: a calibration record lacks a field ({exc})") from None
     return {
-        "estimator": folder.name, "q_hat": _finite(q_hat), "q_hat_std": _finite(q_std),
-        "r2": _finite(r2), "r2_std": _finite(r2_std), "coverage": _finite(cov),
-        "coverage_std": _finite(cov_std), "states": len(pairs),
+        "estimator": folder.name,
+        "q_hat": _finite(q_hat),
+        "q_hat_std": _finite(q_std),
+        "r2": _finite(r2),
+        "r2_std": _finite(r2_std),
+        "coverage": _finite(cov),
+        "coverage_std": _finite(cov_std),
+        "states": len(pairs),
         "mean_score": round(fmean(scores), ROUND) if scores else None,
-    }  # fmt: skip
+    }
 
 
 def _finite(value: float) -> float | str:
@@ -209,17 +214,23 @@ def compute(out: Path, config: RunConfig) -> dict[str, str]:
     texts: dict[str, str] = {}
     tables: list[str] = []
     if config.seeker.enabled:
-        rows = [seeker_row(out / seeker_part(a, b), a, b)
-                for a in config.seeker_agents() for b in config.seeker.beliefs]  # fmt: skip
+        rows = [
+            seeker_row(out / seeker_part(a, b), a, b)
+            for a in config.seeker_agents()
+            for b in config.seeker.beliefs
+        ]
         texts[SEEKER_JSON] = canonical_json({"rows": rows})
-        tables.append("## SeekerGym: final completeness %, mean ± std over seeds (table 3)\n\n"
-                      + seeker_table(rows, config.seeker.beliefs))  # fmt: skip
+        tables.append(
+            "## SeekerGym: final completeness %, mean ± std over seeds (table 3)\n\n"
+            + seeker_table(rows, config.seeker.beliefs)
+        )
         tables.append(near_theta_text(rows))
     if config.calibration.enabled:
         rows = [calibration_row(out / CALIBRATION / e) for e in config.calibration.estimators]
         texts[CALIBRATION_JSON] = canonical_json({"rows": rows})
-        tables.append("## Completeness estimators: q̂, R², coverage (table 4)\n\n"
-                      + calibration_table(rows))  # fmt: skip
+        tables.append(
+            "## Completeness estimators: q̂, R², coverage (table 4)\n\n" + calibration_table(rows)
+        )
     if config.sgr.enabled:
         rows = [sgr_row(out / sgr_part(a), a) for a in config.sgr_agents()]
         texts[SGR_JSON] = canonical_json({"rows": rows})
@@ -334,8 +345,15 @@ def near_theta_text(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def calibration_table(rows: Sequence[dict[str, Any]]) -> str:
-    body = [[r["estimator"], _pm(r["q_hat"], r["q_hat_std"], 1, 3), _pm(r["r2"], r["r2_std"], 1, 3),
-             _pm(r["coverage"], r["coverage_std"])] for r in rows]  # fmt: skip
+    body = [
+        [
+            r["estimator"],
+            _pm(r["q_hat"], r["q_hat_std"], 1, 3),
+            _pm(r["r2"], r["r2_std"], 1, 3),
+            _pm(r["coverage"], r["coverage_std"]),
+        ]
+        for r in rows
+    ]
     return "```\n" + format_table(["Estimator", "q̂", "R²", "Coverage %"], body) + "\n```"
 
 
@@ -355,9 +373,10 @@ def sgr_table(rows: Sequence[dict[str, Any]]) -> str:
         body.append(cells)
     metrics = ["Row-F1", "Item-F1", "P.O.A."]
     table = format_table(
-        ["Agent", *metrics, *metrics, "Item-F1"], body,
+        ["Agent", *metrics, *metrics, "Item-F1"],
+        body,
         groups=[("", 1), ("Constraint-Guided", 3), ("Goal-Oriented", 3), ("Overall", 1)],
-    )  # fmt: skip
+    )
     return "```\n" + table + "\n```"
 
 

@@ -76,8 +76,10 @@ def _inputs(card: dict[str, Any]) -> list[str]:
     for label, entry in sorted(card.get("manifests", {}).items()):
         path = Path(entry["path"])
         if not path.is_file():
-            problems.append(f"{path}: {label} of the run is not here (run verify-run from "
-                            "the directory the run started in)")  # fmt: skip
+            problems.append(
+                f"{path}: {label} of the run is not here (run verify-run from "
+                "the directory the run started in)"
+            )
         elif sha256_file(path)[0] != entry["sha256"]:
             problems.append(f"{path}: {label} changed since the run (sha256 differs)")
     return problems
@@ -102,8 +104,15 @@ def _seeker(folder: Path) -> list[str]:
     problems = []
     if len(got) != len(set(got)) or set(got) != expected:
         problems.append(f"{folder / 'episodes.jsonl'}: episodes missing or repeated")
-    summary = summarize(episodes, card["corpus"], card["agent"], card["belief"], card["steps"],
-                        card["seeds"], card["theta"])  # fmt: skip
+    summary = summarize(
+        episodes,
+        card["corpus"],
+        card["agent"],
+        card["belief"],
+        card["steps"],
+        card["seeds"],
+        card["theta"],
+    )
     summary = summary.model_copy(update={"theta_note": stored.get("theta_note", "")})
     return problems + _same(folder / "summary.json", summary_text(summary))
 
@@ -136,18 +145,28 @@ def _estimator(folder: Path) -> list[str]:
     else:
         rows = [[math.nan if p["c_hat"] is None else p["c_hat"] for p in pairs]]
     redone = run_protocol(
-        c, rows if len(rows) > 1 else rows[0], report["alpha"], splits=report["splits"],
-        seeds=report["seeds"], base_seed=report["seed"],
+        c,
+        rows if len(rows) > 1 else rows[0],
+        report["alpha"],
+        splits=report["splits"],
+        seeds=report["seeds"],
+        base_seed=report["seed"],
         fit_mean=report["estimator"] == "constant",  # refit in every partition (section 3.3)
-        protocol=report["protocol"], failure_rule=report["failure_rule"],
-    )  # fmt: skip
+        protocol=report["protocol"],
+        failure_rule=report["failure_rule"],
+    )
     if len(redone.partitions) != len(partitions):
-        problems.append(f"{folder / 'partitions.jsonl'}: {len(partitions)} partitions, the "
-                        f"protocol gives {len(redone.partitions)}")  # fmt: skip
+        problems.append(
+            f"{folder / 'partitions.jsonl'}: {len(partitions)} partitions, the "
+            f"protocol gives {len(redone.partitions)}"
+        )
     for stored, again in zip(partitions, redone.partitions, strict=False):
         n_test = max(again.n_test, 1)
-        for key, tolerance in (("q_hat", TOLERANCE), ("r2", TOLERANCE),
-                               ("coverage", 1 / n_test + 1e-9)):  # fmt: skip
+        for key, tolerance in (
+            ("q_hat", TOLERANCE),
+            ("r2", TOLERANCE),
+            ("coverage", 1 / n_test + 1e-9),
+        ):
             value = getattr(again, key)
             if not _close(stored[key], "Infinity" if math.isinf(value) else value, tolerance):
                 where = f"{folder / 'partitions.jsonl'}: split {stored['split']}"
@@ -193,8 +212,10 @@ def verify_run(out: Path) -> list[str]:
     from sgrgym.suite.results import card_config
 
     if not (out / COMPLETE).is_file():
-        raise UserError(f"{out}: no {COMPLETE}: the run did not finish (rerun sgrgym run "
-                        "with the same --out to resume it)")  # fmt: skip
+        raise UserError(
+            f"{out}: no {COMPLETE}: the run did not finish (rerun sgrgym run "
+            "with the same --out to resume it)"
+        )
     problems: list[str] = []
     _check(problems, out / COMPLETE, lambda: _hashes(out))
     _check(problems, out, lambda: _part_markers(out))

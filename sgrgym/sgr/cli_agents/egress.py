@@ -121,9 +121,11 @@ class Egress:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None,
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         for listener in self._listeners:
             listener.close()
         shutil.rmtree(self._tmp, ignore_errors=True)

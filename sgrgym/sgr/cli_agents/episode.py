@@ -45,9 +45,14 @@ class McpRunCard(RunCard):
 def episode_prompt(env: SgrEnv, task: ScoringTask, site_ops: bool) -> str:
     """The paper's task prompt (appendix C), naming the tools this server offers."""
     return task_prompt(
-        env.current_date, task.task.instruction, task.task.output_format, task.columns,
-        task.field_sep, task.record_sep, tool_names(site_ops),
-    )  # fmt: skip
+        env.current_date,
+        task.task.instruction,
+        task.task.output_format,
+        task.columns,
+        task.field_sep,
+        task.record_sep,
+        tool_names(site_ops),
+    )
 
 
 @dataclass

@@ -31,9 +31,17 @@ from .transcripts import FORMATS
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 PLACEHOLDERS = (
-    "project", "home", "cli_dir", "executable", "base_url", "model", "api_key", "prompt",
-    "mcp_command", "mcp_args_json",
-)  # fmt: skip
+    "project",
+    "home",
+    "cli_dir",
+    "executable",
+    "base_url",
+    "model",
+    "api_key",
+    "prompt",
+    "mcp_command",
+    "mcp_args_json",
+)
 
 
 class ProfileFile(BaseModel):

@@ -100,11 +100,24 @@ def mcp_arguments(settings: CliSettings, task: ScoringTask, mcp_dir: Path) -> li
     """The ``sgrgym mcp`` arguments for one episode (absolute paths: the CLI runs elsewhere)."""
     budget = settings.budget
     args = [
-        "-m", "sgrgym", "mcp", "--task", task.task_id, "--out", str(mcp_dir),
-        "--pack", str(settings.pack_dir), "--tasks", *(str(p) for p in settings.task_files),
-        "--current-date", settings.current_date, "--max-wall-s", f"{budget.max_wall_s:g}",
-        "--stall-s", f"{budget.stall_s:g}",
-    ]  # fmt: skip
+        "-m",
+        "sgrgym",
+        "mcp",
+        "--task",
+        task.task_id,
+        "--out",
+        str(mcp_dir),
+        "--pack",
+        str(settings.pack_dir),
+        "--tasks",
+        *(str(p) for p in settings.task_files),
+        "--current-date",
+        settings.current_date,
+        "--max-wall-s",
+        f"{budget.max_wall_s:g}",
+        "--stall-s",
+        f"{budget.stall_s:g}",
+    ]
     if budget.max_tool_calls is not None:
         args += ["--max-tool-calls", str(budget.max_tool_calls)]
     if settings.site_ops:
@@ -130,8 +143,9 @@ class _Lines:
                 out.write(raw)
                 out.flush()
                 with self._lock:
-                    self.lines.append((round(time.monotonic() - started, 3),
-                                       raw.decode("utf-8", "replace")))  # fmt: skip
+                    self.lines.append(
+                        (round(time.monotonic() - started, 3), raw.decode("utf-8", "replace"))
+                    )
 
     def snapshot(self) -> list[tuple[float | None, str]]:
         with self._lock:
@@ -186,25 +200,38 @@ def run_session(settings: CliSettings, task: ScoringTask, prompt: str, folder: P
         home.mkdir()
         mcp_args = mcp_arguments(settings, task, mcp_dir)
         values = {
-            "project": str(project), "home": str(home), "cli_dir": str(settings.cli_dir),
-            "executable": str(settings.executable), "base_url": settings.base_url,
-            "model": settings.model, "api_key": settings.api_key, "prompt": prompt,
-            "mcp_command": sys.executable, "mcp_args_json": json.dumps(mcp_args),
-        }  # fmt: skip
+            "project": str(project),
+            "home": str(home),
+            "cli_dir": str(settings.cli_dir),
+            "executable": str(settings.executable),
+            "base_url": settings.base_url,
+            "model": settings.model,
+            "api_key": settings.api_key,
+            "prompt": prompt,
+            "mcp_command": sys.executable,
+            "mcp_args_json": json.dumps(mcp_args),
+        }
         write_files(profile, values, mcp_args)
         argv = [str(a) for a in fill(profile.argv, values, mcp_args)]
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
-            "ORT_DISABLE_TELEMETRY": "1", **fill(profile.env, values, mcp_args),
-        }  # fmt: skip
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LANG": "C.UTF-8",
+            "ORT_DISABLE_TELEMETRY": "1",
+            **fill(profile.env, values, mcp_args),
+        }
         if settings.egress is not None:
             argv = settings.egress.wrap(argv)
         started = time.monotonic()
         with (folder / "cli.stderr").open("wb") as stderr:
             proc = subprocess.Popen(
-                argv, cwd=project, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=stderr, start_new_session=True,
-            )  # fmt: skip
+                argv,
+                cwd=project,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+            )
             assert proc.stdout is not None
             lines = _Lines(proc.stdout, folder / "cli.stdout", started)
             seen, reason = _watch(settings, proc, lines, mcp_dir, started)
@@ -223,10 +250,17 @@ def run_session(settings: CliSettings, task: ScoringTask, prompt: str, folder: P
         ended_by = reason
     error = "" if proc.returncode == 0 or reason != "exited" else f"exit status {proc.returncode}"
     episode = Episode(
-        task_id=task.task_id, answer=seen.answer, ended_by=ended_by, answer_from=seen.source,
-        error=error, tool_calls=log.tool_calls, submitted_answers=log.submitted_answers,
-        target_site_rank=log.target_site_rank, trajectory=trajectory_of(log), wall_s=wall_s,
-    )  # fmt: skip
+        task_id=task.task_id,
+        answer=seen.answer,
+        ended_by=ended_by,
+        answer_from=seen.source,
+        error=error,
+        tool_calls=log.tool_calls,
+        submitted_answers=log.submitted_answers,
+        target_site_rank=log.target_site_rank,
+        trajectory=trajectory_of(log),
+        wall_s=wall_s,
+    )
     ours = [c for c in transcript.calls if c.ours]
     extra: dict[str, object] = {
         "cli": {"profile": profile.name, "exit": reason, "returncode": proc.returncode},
@@ -238,9 +272,12 @@ def run_session(settings: CliSettings, task: ScoringTask, prompt: str, folder: P
 
 
 def _watch(
-    settings: CliSettings, proc: subprocess.Popen[bytes], lines: _Lines, mcp_dir: Path,
+    settings: CliSettings,
+    proc: subprocess.Popen[bytes],
+    lines: _Lines,
+    mcp_dir: Path,
     started: float,
-) -> tuple[_Seen, str]:  # fmt: skip
+) -> tuple[_Seen, str]:
     """Poll until the CLI exits or a budget is spent; (answers seen, exit reason)."""
     budget = settings.budget
     seen = _Seen()
@@ -301,10 +338,18 @@ def run_cli_tasks(
         pending = [t for t in tasks if t.task_id not in done]
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures: list[tuple[ScoringTask, Future[Session]]] = [
-                (t, pool.submit(run_session, settings, t, prompts[t.task_id],
-                                out_dir / "episodes" / t.task_id))
+                (
+                    t,
+                    pool.submit(
+                        run_session,
+                        settings,
+                        t,
+                        prompts[t.task_id],
+                        out_dir / "episodes" / t.task_id,
+                    ),
+                )
                 for t in pending
-            ]  # fmt: skip
+            ]
             for number, (task, future) in enumerate(futures, start=1):
                 session = future.result()
                 score = record_episode(folder, task, sites, session.episode, session.extra)

@@ -45,10 +45,15 @@ class Transcript:
     def summary(self) -> list[dict[str, Any]]:
         """The calls in a deterministic form (no timings), for the trajectory record."""
         return [
-            {"tool": c.tool, "args": c.arguments, "ours": c.ours, "is_error": c.is_error,
-             "result_chars": c.result_chars}
+            {
+                "tool": c.tool,
+                "args": c.arguments,
+                "ours": c.ours,
+                "is_error": c.is_error,
+                "result_chars": c.result_chars,
+            }
             for c in self.calls
-        ]  # fmt: skip
+        ]
 
 
 def _our_name(name: str, prefix: str) -> str | None:
@@ -78,9 +83,12 @@ def _stream_json(events: list[tuple[float | None, dict[str, Any]]], prefix: str)
                     name = str(part.get("name", ""))
                     ours = _our_name(name, prefix)
                     call = TranscriptCall(
-                        ours or name, dict(part.get("input") or {}), ours is not None, t=t,
+                        ours or name,
+                        dict(part.get("input") or {}),
+                        ours is not None,
+                        t=t,
                         call_id=str(part.get("id", "")),
-                    )  # fmt: skip
+                    )
                     out.calls.append(call)
                     by_id[call.call_id] = call
         elif kind == "user" and isinstance(parts, list):
@@ -121,11 +129,15 @@ def _codex_json(events: list[tuple[float | None, dict[str, Any]]], prefix: str) 
                 text = _content_text(result.get("content"))
             out.calls.append(
                 TranscriptCall(
-                    tool, dict(arguments or {}), server == SERVER, t=t,
+                    tool,
+                    dict(arguments or {}),
+                    server == SERVER,
+                    t=t,
                     is_error=item.get("status") == "failed" or bool(item.get("error")),
-                    result_chars=len(text), call_id=str(item.get("id", "")),
+                    result_chars=len(text),
+                    call_id=str(item.get("id", "")),
                 )
-            )  # fmt: skip
+            )
         elif kind in ("command_execution", "web_search", "file_change"):
             out.calls.append(TranscriptCall(str(kind), {}, False, t=t))
     return out

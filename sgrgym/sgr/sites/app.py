@@ -75,9 +75,16 @@ NOT_FOUND_TEXT = (
 T = TypeVar("T")
 
 __all__ = [
-    "DISTRACTOR_SITES", "SITES", "TASK_SITES", "NotFound", "SiteApp", "load_site",
-    "package_file", "package_source", "replica_model",
-]  # fmt: skip
+    "DISTRACTOR_SITES",
+    "SITES",
+    "TASK_SITES",
+    "NotFound",
+    "SiteApp",
+    "load_site",
+    "package_file",
+    "package_source",
+    "replica_model",
+]
 
 
 class SiteApp(abc.ABC):
@@ -188,9 +195,15 @@ class SiteApp(abc.ABC):
         cells = [dict(row(r) if row else cast(Mapping[str, str], r)) for r in shown]
         caption = f"{caption}, page {page} of {pages}" if numbered else caption
         return render_page(
-            self.model, state, title, intro, tables=[Table("results", columns, cells, caption)],
-            controls=controls, pager=pager(self.model, state, page, pages), notes=self.notes(),
-        )  # fmt: skip
+            self.model,
+            state,
+            title,
+            intro,
+            tables=[Table("results", columns, cells, caption)],
+            controls=controls,
+            pager=pager(self.model, state, page, pages),
+            notes=self.notes(),
+        )
 
     def _node_parts(self, state: State, depth: int, shape: str, sep: str = "/") -> list[str]:
         """The parts of the browser's ``node`` (none at the root); NotFound past ``depth``."""

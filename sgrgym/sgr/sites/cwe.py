@@ -472,7 +472,9 @@ class CweApp(SiteApp):
 
     def _about(self, state: State) -> bytes:
         return render_text_page(
-            self.model, state, "About this catalogue",
+            self.model,
+            state,
+            "About this catalogue",
             [
                 "A browsable copy of the Common Weakness Enumeration: software and hardware "
                 "weakness types, the categories that group them and the views that arrange "
@@ -485,7 +487,7 @@ class CweApp(SiteApp):
                 "carries its settings.",
                 f"Data: {self.model.source}. Licence: {self.model.licence}.",
             ],
-        )  # fmt: skip
+        )
 
     def _overview(self, state: State) -> bytes:
         """The start page: entry totals and weakness counts per facet value."""

@@ -62,8 +62,13 @@ CASE_COLUMNS = (
     ("count", "Cases"),
     ("population", "Population"),
 )
-YEAR_LINKS = (("all years", "", ""), ("before 1950", "", "1949"), ("1950-1969", "1950", "1969"),
-              ("1970-1989", "1970", "1989"), ("1990 and later", "1990", ""))  # fmt: skip
+YEAR_LINKS = (
+    ("all years", "", ""),
+    ("before 1950", "", "1949"),
+    ("1950-1969", "1950", "1969"),
+    ("1970-1989", "1970", "1989"),
+    ("1990 and later", "1990", ""),
+)
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -138,25 +143,45 @@ def build_model(data: DiseaseData) -> SiteModel:
     controls = (
         Control(name="node", kind="hierarchy", params=("node",), label="Browse"),
         Control(name="page", kind="page", params=("page",), default=("1",), label="Page"),
-        Control(name="disease", kind="filter", params=("disease",), values=data.diseases,
-                label="Disease"),
+        Control(
+            name="disease",
+            kind="filter",
+            params=("disease",),
+            values=data.diseases,
+            label="Disease",
+        ),
         Control(name="state", kind="scope", params=("state",), values=data.states, label="State"),
-        Control(name="years", kind="window", params=("from", "to"), default=("", ""),
-                label="Years"),
-        Control(name="case_sort", kind="sort", params=("sort", "order"),
-                values=tuple(CASE_SORTS), default=("year", "asc"), label="Sort"),
-    )  # fmt: skip
+        Control(
+            name="years", kind="window", params=("from", "to"), default=("", ""), label="Years"
+        ),
+        Control(
+            name="case_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=tuple(CASE_SORTS),
+            default=("year", "asc"),
+            label="Sort",
+        ),
+    )
     routes = (
         Route(path="/", title="Browse", controls=("node", "page"), tables=("results",)),
-        Route(path="/cases", title="Case records", controls=(*case_controls, "page"),
-              tables=("results",)),
+        Route(
+            path="/cases",
+            title="Case records",
+            controls=(*case_controls, "page"),
+            tables=("results",),
+        ),
         Route(path="/cases.csv", title="CSV export", controls=case_controls),
         Route(path="/about", title="About"),
-    )  # fmt: skip
+    )
     return replica_model(
-        "diseases", "Notifiable Disease Counts - US states, 1928-2011", routes, controls,
-        data.source, LICENCE,
-    )  # fmt: skip
+        "diseases",
+        "Notifiable Disease Counts - US states, 1928-2011",
+        routes,
+        controls,
+        data.source,
+        LICENCE,
+    )
 
 
 def _year(state: State, param: str) -> int | None:
@@ -199,9 +224,11 @@ class DiseasesApp(SiteApp):
 
     def pages(self) -> dict[str, Callable[[State], bytes]]:
         return {
-            "/": self._browse, "/cases": self._cases, "/cases.csv": self._export,
+            "/": self._browse,
+            "/cases": self._cases,
+            "/cases.csv": self._export,
             "/about": self._about,
-        }  # fmt: skip
+        }
 
     def data_files(self) -> list[Path]:
         return [package_file("diseases", PACKAGE, DATA_FILE)]
@@ -247,13 +274,20 @@ class DiseasesApp(SiteApp):
             )
         opens = [Choice(d, self._apply(state, "open_node", "node", d)) for d in self.data.diseases]
         return self._list_page(
-            state, "Notifiable diseases",
+            state,
+            "Notifiable diseases",
             "Yearly case counts reported by the US states for seven notifiable diseases. Open a "
             "disease to see its states, a state to see its decades, a decade to see its years.",
-            [("disease", "Disease"), ("first_year", "First year"), ("last_year", "Last year"),
-             ("states", "States reporting")],
-            rows, "Diseases", [ControlLinks("Path", up), ControlLinks("Open", opens)],
-        )  # fmt: skip
+            [
+                ("disease", "Disease"),
+                ("first_year", "First year"),
+                ("last_year", "Last year"),
+                ("states", "States reporting"),
+            ],
+            rows,
+            "Diseases",
+            [ControlLinks("Path", up), ControlLinks("Open", opens)],
+        )
 
     def _states(
         self, state: State, disease: str, records: Sequence[Record], up: list[Choice]
@@ -276,14 +310,19 @@ class DiseasesApp(SiteApp):
         ]
         cases = self._apply(self.model.state("/cases"), "set_filter", "disease", disease)
         return self._list_page(
-            state, f"{disease} by state",
+            state,
+            f"{disease} by state",
             f"Total {disease} cases reported by each state over the {len(records)} state-years "
             "on record, by state name.",
             [("state", "State"), ("years", "Years on record"), ("cases", "Cases, all years")],
-            rows, f"{disease}: states",
-            [ControlLinks("Path", up), ControlLinks("Open", opens),
-             ControlLinks("See also", [Choice(f"{disease} case records", cases)])],
-        )  # fmt: skip
+            rows,
+            f"{disease}: states",
+            [
+                ControlLinks("Path", up),
+                ControlLinks("Open", opens),
+                ControlLinks("See also", [Choice(f"{disease} case records", cases)]),
+            ],
+        )
 
     def _decades(
         self, state: State, disease: str, place: str, records: Sequence[Record], up: list[Choice]
@@ -306,18 +345,30 @@ class DiseasesApp(SiteApp):
         opens = [Choice(d, self._apply(state, "open_node", "node", f"{node}/{d}")) for d in decades]
         cases = self._apply(
             self._apply(self.model.state("/cases"), "set_filter", "disease", disease),
-            "set_scope", "state", place,
-        )  # fmt: skip
+            "set_scope",
+            "state",
+            place,
+        )
         return self._list_page(
-            state, f"{disease} in {place}",
+            state,
+            f"{disease} in {place}",
             f"{disease} cases reported by {place}, decade by decade; the peak year is the year "
             "with the most cases (the earlier year on a tie).",
-            [("decade", "Decade"), ("years", "Years on record"), ("cases", "Cases"),
-             ("peak_year", "Peak year"), ("peak_cases", "Cases in the peak year")],
-            rows, f"{disease} in {place}: decades",
-            [ControlLinks("Path", up), ControlLinks("Open", opens),
-             ControlLinks("See also", [Choice("these records in the case list", cases)])],
-        )  # fmt: skip
+            [
+                ("decade", "Decade"),
+                ("years", "Years on record"),
+                ("cases", "Cases"),
+                ("peak_year", "Peak year"),
+                ("peak_cases", "Cases in the peak year"),
+            ],
+            rows,
+            f"{disease} in {place}: decades",
+            [
+                ControlLinks("Path", up),
+                ControlLinks("Open", opens),
+                ControlLinks("See also", [Choice("these records in the case list", cases)]),
+            ],
+        )
 
     def _years(
         self,
@@ -330,12 +381,15 @@ class DiseasesApp(SiteApp):
     ) -> bytes:
         up.append(Choice(decade, state, True))
         return self._list_page(
-            state, f"{disease} in {place}, {decade}",
+            state,
+            f"{disease} in {place}, {decade}",
             f"The yearly {disease} records of {place} in the {decade}.",
             [c for c in CASE_COLUMNS if c[0] not in ("disease", "state")],
-            records, f"{disease} in {place}, {decade}", [ControlLinks("Path", up)],
+            records,
+            f"{disease} in {place}, {decade}",
+            [ControlLinks("Path", up)],
             row=Record.row,
-        )  # fmt: skip
+        )
 
     # the case list and its export -------------------------------------------------------------
     def _selection(self, state: State) -> list[Record]:
@@ -353,9 +407,11 @@ class DiseasesApp(SiteApp):
             rows = [r for r in rows if r.year <= high]
         key = state.get("sort", "year")
         keys: Mapping[str, Callable[[Record], Any]] = {
-            "year": lambda r: r.year, "count": lambda r: r.count,
-            "weeks_reporting": lambda r: r.weeks_reporting, "state": lambda r: r.state,
-        }  # fmt: skip
+            "year": lambda r: r.year,
+            "count": lambda r: r.count,
+            "weeks_reporting": lambda r: r.weeks_reporting,
+            "state": lambda r: r.state,
+        }
         ident: Callable[[Record], Any] = lambda r: (r.disease, r.state, r.year)  # noqa: E731
         return sort_rows(rows, keys[key], ident, descending(state))
 
@@ -382,13 +438,20 @@ class DiseasesApp(SiteApp):
             f" from {low or 'the first year'} to {high or 'the last year'}" if any(window) else ""
         )
         return self._list_page(
-            state, "Case records",
-            f"{len(rows)} yearly records" + (f" of {disease}" if disease else "")
-            + (f" in {place}" if place else "") + span
+            state,
+            "Case records",
+            f"{len(rows)} yearly records"
+            + (f" of {disease}" if disease else "")
+            + (f" in {place}" if place else "")
+            + span
             + ". The year window is inclusive and takes any four-digit years (from, to); the CSV "
             "export of a disease's selection has all its rows on one sheet.",
-            list(CASE_COLUMNS), rows, "Case records", controls, row=Record.row,
-        )  # fmt: skip
+            list(CASE_COLUMNS),
+            rows,
+            "Case records",
+            controls,
+            row=Record.row,
+        )
 
     def _export(self, state: State) -> bytes:
         if not state.get("disease"):

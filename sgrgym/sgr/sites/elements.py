@@ -63,11 +63,27 @@ ISOTOPE_SORTS = {
 # Seconds per half-life unit as the data writes them (a year is 365.25 days).
 _YEAR = 31_557_600.0
 UNIT_SECONDS = {
-    "ysec": 1e-24, "zsec": 1e-21, "asec": 1e-18, "psec": 1e-12, "nsec": 1e-9, "usec": 1e-6,
-    "msec": 1e-3, "sec": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0, "year": _YEAR,
-    "kyear": 1e3 * _YEAR, "Myear": 1e6 * _YEAR, "Gyear": 1e9 * _YEAR, "Tyear": 1e12 * _YEAR,
-    "Pyear": 1e15 * _YEAR, "Eyear": 1e18 * _YEAR, "Zyear": 1e21 * _YEAR, "Yyear": 1e24 * _YEAR,
-}  # fmt: skip
+    "ysec": 1e-24,
+    "zsec": 1e-21,
+    "asec": 1e-18,
+    "psec": 1e-12,
+    "nsec": 1e-9,
+    "usec": 1e-6,
+    "msec": 1e-3,
+    "sec": 1.0,
+    "minute": 60.0,
+    "hour": 3600.0,
+    "day": 86400.0,
+    "year": _YEAR,
+    "kyear": 1e3 * _YEAR,
+    "Myear": 1e6 * _YEAR,
+    "Gyear": 1e9 * _YEAR,
+    "Tyear": 1e12 * _YEAR,
+    "Pyear": 1e15 * _YEAR,
+    "Eyear": 1e18 * _YEAR,
+    "Zyear": 1e21 * _YEAR,
+    "Yyear": 1e24 * _YEAR,
+}
 _YEAR_TEXT = re.compile(r"^\d{1,4}$")
 
 ELEMENT_COLUMNS = (
@@ -342,39 +358,86 @@ def build_model(data: Data) -> SiteModel:
     elements = data.elements
     groups = sorted({e.group for e in elements if e.group is not None})
     controls = (
-        Control(name="node", kind="hierarchy", params=("node",), values=node_values(data),
-                label="Browse"),
-        Control(name="group", kind="filter", params=("group",),
-                values=tuple(str(g) for g in groups), label="Group"),
-        Control(name="series", kind="filter", params=("series",),
-                values=tuple(slug for slug, _ in data.series), label="Series"),
-        Control(name="block", kind="filter", params=("block",),
-                values=tuple(block_order(e.block for e in elements)), label="Block"),
-        Control(name="period", kind="filter", params=("period",),
-                values=tuple(str(p) for p in sorted({e.period for e in elements})),
-                label="Period"),
-        Control(name="element_sort", kind="sort", params=("sort", "order"),
-                values=tuple(ELEMENT_SORTS), default=("number", "asc"), label="Sort"),
-        Control(name="element", kind="scope", params=("element",),
-                values=tuple(e.symbol for e in elements), label="Element"),
-        Control(name="isotope_kind", kind="filter", params=("kind",), values=ISOTOPE_KINDS,
-                label="Kind"),
-        Control(name="discovered", kind="window", params=("from", "to"),
-                label="Discovery year"),
-        Control(name="isotope_sort", kind="sort", params=("sort", "order"),
-                values=tuple(ISOTOPE_SORTS), default=("mass_number", "asc"), label="Sort"),
+        Control(
+            name="node",
+            kind="hierarchy",
+            params=("node",),
+            values=node_values(data),
+            label="Browse",
+        ),
+        Control(
+            name="group",
+            kind="filter",
+            params=("group",),
+            values=tuple(str(g) for g in groups),
+            label="Group",
+        ),
+        Control(
+            name="series",
+            kind="filter",
+            params=("series",),
+            values=tuple(slug for slug, _ in data.series),
+            label="Series",
+        ),
+        Control(
+            name="block",
+            kind="filter",
+            params=("block",),
+            values=tuple(block_order(e.block for e in elements)),
+            label="Block",
+        ),
+        Control(
+            name="period",
+            kind="filter",
+            params=("period",),
+            values=tuple(str(p) for p in sorted({e.period for e in elements})),
+            label="Period",
+        ),
+        Control(
+            name="element_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=tuple(ELEMENT_SORTS),
+            default=("number", "asc"),
+            label="Sort",
+        ),
+        Control(
+            name="element",
+            kind="scope",
+            params=("element",),
+            values=tuple(e.symbol for e in elements),
+            label="Element",
+        ),
+        Control(
+            name="isotope_kind", kind="filter", params=("kind",), values=ISOTOPE_KINDS, label="Kind"
+        ),
+        Control(name="discovered", kind="window", params=("from", "to"), label="Discovery year"),
+        Control(
+            name="isotope_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=tuple(ISOTOPE_SORTS),
+            default=("mass_number", "asc"),
+            label="Sort",
+        ),
         Control(name="page", kind="page", params=("page",), default=("1",), label="Page"),
-    )  # fmt: skip
+    )
     routes = (
         Route(path="/", title="Periodic browser", controls=("node",), tables=("results",)),
-        Route(path="/elements", title="Element list",
-              controls=("group", "series", "block", "period", "element_sort", "page"),
-              tables=("results",)),
-        Route(path="/isotopes", title="Isotopes",
-              controls=("element", "isotope_kind", "discovered", "isotope_sort", "page"),
-              tables=("results",)),
+        Route(
+            path="/elements",
+            title="Element list",
+            controls=("group", "series", "block", "period", "element_sort", "page"),
+            tables=("results",),
+        ),
+        Route(
+            path="/isotopes",
+            title="Isotopes",
+            controls=("element", "isotope_kind", "discovered", "isotope_sort", "page"),
+            tables=("results",),
+        ),
         Route(path="/about", title="About"),
-    )  # fmt: skip
+    )
     return replica_model(
         "elements",
         "Elements reference portal",
@@ -466,7 +529,9 @@ class ElementsApp(SiteApp):
 
     def _about(self, state: State) -> bytes:
         return render_text_page(
-            self.model, state, "About this portal",
+            self.model,
+            state,
+            "About this portal",
             [
                 f"This portal lists the {len(self.data.elements)} chemical elements and "
                 f"{len(self.data.isotopes)} of their isotopes as recorded in the database of "
@@ -482,7 +547,7 @@ class ElementsApp(SiteApp):
                 "so a filtered and sorted list can be bookmarked and shared.",
                 f"Data: {self.model.source} ({self.model.licence} licence).",
             ],
-        )  # fmt: skip
+        )
 
     def _browser(self, state: State) -> bytes:
         node = state.get("node")
@@ -505,18 +570,28 @@ class ElementsApp(SiteApp):
             children = ControlLinks(
                 "See also",
                 [
-                    Choice(f"isotopes of {element.name}",
-                           self.model.state("/isotopes", {"element": element.symbol})),
-                    Choice(f"block {element.block}, period {element.period} in the element list",
-                           self.model.state("/elements", {"block": element.block,
-                                                          "period": str(element.period)})),
+                    Choice(
+                        f"isotopes of {element.name}",
+                        self.model.state("/isotopes", {"element": element.symbol}),
+                    ),
+                    Choice(
+                        f"block {element.block}, period {element.period} in the element list",
+                        self.model.state(
+                            "/elements", {"block": element.block, "period": str(element.period)}
+                        ),
+                    ),
                 ],
-            )  # fmt: skip
+            )
         controls.append(children)
         return render_page(
-            self.model, state, title, intro, tables=[table], controls=controls,
+            self.model,
+            state,
+            title,
+            intro,
+            tables=[table],
+            controls=controls,
             notes=self._notes(),
-        )  # fmt: skip
+        )
 
     def _browser_root(self) -> tuple[str, str, Table, ControlLinks]:
         rows, children = [], []
@@ -563,10 +638,15 @@ class ElementsApp(SiteApp):
             )
         table = Table(
             "results",
-            [("block", "Block"), ("period", "Period"), ("element_count", "Elements"),
-             ("first_element", "First"), ("last_element", "Last")],
+            [
+                ("block", "Block"),
+                ("period", "Period"),
+                ("element_count", "Elements"),
+                ("first_element", "First"),
+                ("last_element", "Last"),
+            ],
             rows,
-        )  # fmt: skip
+        )
         intro = f"Block {block} holds {len(members)} elements in {len(rows)} periods."
         return f"Block {block}", intro, table, ControlLinks("Open", children)
 
@@ -615,9 +695,10 @@ class ElementsApp(SiteApp):
         selected = {f: state.get(f) for f in FACETS if state.get(f)}
         key, descending = self._sort(state, ELEMENT_SORTS, "number")
         matching = [
-            e for e in self.data.elements
+            e
+            for e in self.data.elements
             if all(facet_value(e, f) == v for f, v in selected.items())
-        ]  # fmt: skip
+        ]
         ordered = sort_missing_last(matching, ELEMENT_KEYS[key], lambda e: e.number, descending)
         on_page, page, pages = paginate(ordered, state, PAGE_SIZE)
         controls = [self._facet_links(state, facet, selected) for facet in FACETS]
@@ -634,9 +715,15 @@ class ElementsApp(SiteApp):
         )
         table = Table("results", ELEMENT_COLUMNS, [element_row(e) for e in on_page])
         return render_page(
-            self.model, state, "Element list", intro, tables=[table], controls=controls,
-            pager=pager(self.model, state, page, pages), notes=self._notes(),
-        )  # fmt: skip
+            self.model,
+            state,
+            "Element list",
+            intro,
+            tables=[table],
+            controls=controls,
+            pager=pager(self.model, state, page, pages),
+            notes=self._notes(),
+        )
 
     def _facet_links(self, state: State, facet: str, selected: dict[str, str]) -> ControlLinks:
         """One filter's links, each with the number of elements it would leave."""
@@ -686,10 +773,12 @@ class ElementsApp(SiteApp):
             return (start is None or isotope.year >= start) and (end is None or isotope.year <= end)
 
         matching = [
-            i for i in self.data.isotopes
+            i
+            for i in self.data.isotopes
             if (element is None or i.number == element.number)
-            and isotope_kind_matches(i, kind) and in_window(i)
-        ]  # fmt: skip
+            and isotope_kind_matches(i, kind)
+            and in_window(i)
+        ]
         ordered = sort_missing_last(matching, ISOTOPE_KEYS[key], lambda i: i.id, descending)
         shown, page, pages = paginate(ordered, state, PAGE_SIZE)
         controls = self._isotope_controls(state, scope, kind, start, end)
@@ -714,9 +803,15 @@ class ElementsApp(SiteApp):
             "every window. Half-lives are given in the unit of the Unit column."
         )
         return render_page(
-            self.model, state, title, intro, tables=[table], controls=controls,
-            pager=pager(self.model, state, page, pages), notes=notes,
-        )  # fmt: skip
+            self.model,
+            state,
+            title,
+            intro,
+            tables=[table],
+            controls=controls,
+            pager=pager(self.model, state, page, pages),
+            notes=notes,
+        )
 
     def _isotope_controls(
         self, state: State, scope: str, kind: str, start: int | None, end: int | None

@@ -23,9 +23,16 @@ from sgrgym.core.errors import UserError
 
 ControlKind = Literal["filter", "view", "hierarchy", "scope", "window", "sort", "page"]
 OpName = Literal[
-    "set_filter", "clear_filter", "select_view", "open_node", "set_scope", "set_window",
-    "sort", "page", "goto",
-]  # fmt: skip
+    "set_filter",
+    "clear_filter",
+    "select_view",
+    "open_node",
+    "set_scope",
+    "set_window",
+    "sort",
+    "page",
+    "goto",
+]
 DependencyType = Literal["control", "data"]
 
 # Which control kinds an operation may change.
@@ -192,8 +199,9 @@ class SiteModel(BaseModel):
             if control is None:
                 raise InvalidValue(
                     f"{self.name}{path}: no parameter {param!r} (allowed: {sorted(by_param)})",
-                    path, params or {},
-                )  # fmt: skip
+                    path,
+                    params or {},
+                )
             if value == "" or value == control.default_of(param):
                 continue
             if control.values and param == control.params[0] and value not in control.values:
@@ -202,8 +210,9 @@ class SiteModel(BaseModel):
                     f"(values: {', '.join(control.values[:20])}"
                     + (", ..." if len(control.values) > 20 else "")
                     + ")",
-                    path, params or {},
-                )  # fmt: skip
+                    path,
+                    params or {},
+                )
             kept[param] = value
         return State(path=path, params=tuple(sorted(kept.items())))
 
@@ -273,8 +282,9 @@ def site_models(
             first = exc.errors()[0] if isinstance(exc, ValidationError) else None
             why = (
                 f"field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-                if first else str(exc)
-            )  # fmt: skip
+                if first
+                else str(exc)
+            )
             raise UserError(
                 f"{manifest}: sites[{number}].model is not a valid site model ({why}); the "
                 "manifest was edited: rebuild the pack with `sgrgym sgr build-packs`"

@@ -39,10 +39,8 @@ def text_pdf(title: str, lines: Sequence[str]) -> bytes:
     objects: list[bytes] = []
     kids = [4 + 2 * i for i in range(len(chunks))]
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
-    objects.append(
-        f"<< /Type /Pages /Kids [{' '.join(f'{k} 0 R' for k in kids)}] /Count {len(kids)} >>"
-        .encode()
-    )  # fmt: skip
+    refs = " ".join(f"{k} 0 R" for k in kids)
+    objects.append(f"<< /Type /Pages /Kids [{refs}] /Count {len(kids)} >>".encode())
     objects.append(
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>"
     )

@@ -121,8 +121,12 @@ class GeoData:
 
 
 DATA_FILES = (
-    "continents.json", "countries.json", "cities15000.json", "us_states.json", "us_counties.json",
-)  # fmt: skip
+    "continents.json",
+    "countries.json",
+    "cities15000.json",
+    "us_states.json",
+    "us_counties.json",
+)
 
 
 def _data_dir() -> Path:
@@ -209,56 +213,88 @@ def build_model(data: GeoData) -> SiteModel:
         Control(name="node", kind="hierarchy", params=("node",), label="Area"),
         Control(name="page", kind="page", params=("page",), default=("1",), label="Page"),
         Control(
-            name="continent", kind="filter", params=("continent",),
-            values=tuple(c.code for c in data.continents), label="Continent",
+            name="continent",
+            kind="filter",
+            params=("continent",),
+            values=tuple(c.code for c in data.continents),
+            label="Continent",
         ),
         Control(
-            name="currency", kind="filter", params=("currency",), values=tuple(currencies),
+            name="currency",
+            kind="filter",
+            params=("currency",),
+            values=tuple(currencies),
             label="Currency",
         ),
         Control(
-            name="country_sort", kind="sort", params=("sort", "order"), values=COUNTRY_SORTS,
-            default=("name", "asc"), label="Sort",
+            name="country_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=COUNTRY_SORTS,
+            default=("name", "asc"),
+            label="Sort",
         ),
         Control(
-            name="country", kind="scope", params=("country",), values=tuple(data.countries),
+            name="country",
+            kind="scope",
+            params=("country",),
+            values=tuple(data.countries),
             label="Country",
         ),
         Control(name="region", kind="filter", params=("region",), label="Admin-1 region"),
         Control(
-            name="population", kind="window", params=("pop_min", "pop_max"), default=("", ""),
+            name="population",
+            kind="window",
+            params=("pop_min", "pop_max"),
+            default=("", ""),
             label="Population",
         ),
         Control(
-            name="city_sort", kind="sort", params=("sort", "order"), values=CITY_SORTS,
-            default=("population", "desc"), label="Sort",
+            name="city_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=CITY_SORTS,
+            default=("population", "desc"),
+            label="Sort",
         ),
         Control(
-            name="state", kind="scope", params=("state",), values=tuple(data.states),
+            name="state",
+            kind="scope",
+            params=("state",),
+            values=tuple(data.states),
             label="State",
         ),
-    )  # fmt: skip
+    )
     routes = (
         Route(path="/", title="Areas", controls=("node", "page"), tables=("results",)),
         Route(
-            path="/countries", title="Countries",
-            controls=("continent", "currency", "country_sort", "page"), tables=("results",),
+            path="/countries",
+            title="Countries",
+            controls=("continent", "currency", "country_sort", "page"),
+            tables=("results",),
         ),
         Route(
-            path="/cities", title="Cities",
+            path="/cities",
+            title="Cities",
             controls=("country", "region", "population", "city_sort", "page"),
             tables=("results",),
         ),
         Route(
-            path="/us-counties", title="US counties", controls=("state", "page"),
+            path="/us-counties",
+            title="US counties",
+            controls=("state", "page"),
             tables=("results",),
         ),
         Route(path="/about", title="About"),
-    )  # fmt: skip
+    )
     return replica_model(
-        "places", "Places of the World - population statistics", routes, controls, data.source,
+        "places",
+        "Places of the World - population statistics",
+        routes,
+        controls,
+        data.source,
         LICENCE,
-    )  # fmt: skip
+    )
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -281,9 +317,14 @@ def _count(value: int) -> str:
 def _country_row(c: Country) -> dict[str, str]:
     """A country as a row of the country list's ``results`` table."""
     return {
-        "iso": c.iso, "country": c.name, "capital": c.capital, "continent": c.continent,
-        "area_km2": str(c.area_km2), "population": str(c.population), "currency": c.currency,
-    }  # fmt: skip
+        "iso": c.iso,
+        "country": c.name,
+        "capital": c.capital,
+        "continent": c.continent,
+        "area_km2": str(c.area_km2),
+        "population": str(c.population),
+        "currency": c.currency,
+    }
 
 
 def _city_row(c: City) -> dict[str, str]:
@@ -387,16 +428,23 @@ class PlacesApp(SiteApp):
             for c in self.data.continents
         ]
         return self._list_page(
-            state, "Areas of the world",
+            state,
+            "Areas of the world",
             "Continents with their number of countries and territories, the sum of their "
             "national population figures and their number of listed cities. Open an area to "
             "go down one level.",
-            [("continent_code", "Code"), ("continent", "Continent"),
-             ("countries", "Countries and territories"), ("population", "Population"),
-             ("cities", "Cities of 15,000+")],
-            rows, "Continents", [ControlLinks("Path", up), ControlLinks("Open", opens)],
+            [
+                ("continent_code", "Code"),
+                ("continent", "Continent"),
+                ("countries", "Countries and territories"),
+                ("population", "Population"),
+                ("cities", "Cities of 15,000+"),
+            ],
+            rows,
+            "Continents",
+            [ControlLinks("Path", up), ControlLinks("Open", opens)],
             numbered=False,
-        )  # fmt: skip
+        )
 
     def _continent(self, state: State, continent: Continent, up: list[Choice]) -> bytes:
         """A continent node: its countries and territories by name."""
@@ -406,26 +454,36 @@ class PlacesApp(SiteApp):
         )
         rows = [
             {
-                "iso": c.iso, "country": c.name, "capital": c.capital,
-                "area_km2": str(c.area_km2), "population": str(c.population),
+                "iso": c.iso,
+                "country": c.name,
+                "capital": c.capital,
+                "area_km2": str(c.area_km2),
+                "population": str(c.population),
                 "cities": str(len(self.data.cities_by_country.get(c.iso, ()))),
             }
             for c in members
-        ]  # fmt: skip
+        ]
         opens = [
             Choice(c.name, self._apply(state, "open_node", "node", f"{continent.code}/{c.iso}"))
             for c in members
         ]
         return self._list_page(
-            state, continent.name,
+            state,
+            continent.name,
             f"{len(members)} countries and territories of {continent.name}, by name. Open one "
             "to see its first-level administrative (admin-1) regions.",
-            [("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
-             ("area_km2", "Area (km²)"), ("population", "Population"),
-             ("cities", "Cities of 15,000+")],
-            rows, f"{continent.name}: countries and territories by name",
+            [
+                ("iso", "ISO code"),
+                ("country", "Country or territory"),
+                ("capital", "Capital"),
+                ("area_km2", "Area (km²)"),
+                ("population", "Population"),
+                ("cities", "Cities of 15,000+"),
+            ],
+            rows,
+            f"{continent.name}: countries and territories by name",
             [ControlLinks("Path", up), ControlLinks("Open", opens)],
-        )  # fmt: skip
+        )
 
     def _country(self, state: State, country: Country, up: list[Choice]) -> bytes:
         """A country node: its admin-1 regions with city counts and largest city."""
@@ -453,40 +511,59 @@ class PlacesApp(SiteApp):
         if us:
             columns.append(("region_name", "State"))
         columns += [
-            ("cities", "Cities of 15,000+"), ("city_population", "Population of these cities"),
-            ("largest_city", "Largest city"), ("largest_population", "Its population"),
-        ]  # fmt: skip
+            ("cities", "Cities of 15,000+"),
+            ("city_population", "Population of these cities"),
+            ("largest_city", "Largest city"),
+            ("largest_population", "Its population"),
+        ]
         all_cities = self._apply(self.model.state("/cities"), "set_scope", "country", country.iso)
         return self._list_page(
-            state, country.name,
+            state,
+            country.name,
             f"{country.name} ({country.iso}), capital {country.capital or 'none listed'}, "
             f"population {_count(country.population)}, area {_count(country.area_km2)} km². "
             f"Its {len(cities)} listed cities fall in {len(rows)} admin-1 regions, given by "
             "their GeoNames admin-1 code.",
-            columns, rows, f"{country.name}: admin-1 regions by code",
-            [ControlLinks("Path", up), ControlLinks("Open", opens),
-             ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)])],
-        )  # fmt: skip
+            columns,
+            rows,
+            f"{country.name}: admin-1 regions by code",
+            [
+                ControlLinks("Path", up),
+                ControlLinks("Open", opens),
+                ControlLinks("See also", [Choice(f"all cities of {country.name}", all_cities)]),
+            ],
+        )
 
     def _region(self, state: State, country: Country, code: str, up: list[Choice]) -> bytes:
         """An admin-1 region node: its cities, most populous first."""
         members = [c for c in self.data.cities_by_country[country.iso] if c.region == code]
         cities_state = self._apply(
             self._apply(self.model.state("/cities"), "set_scope", "country", country.iso),
-            "set_filter", "region", code,
-        )  # fmt: skip
+            "set_filter",
+            "region",
+            code,
+        )
         name = self.data.states.get(code, "") if country.iso == "US" else ""
         title = f"{country.name}, admin-1 region {code}" + (f" ({name})" if name else "")
         return self._list_page(
-            state, title,
+            state,
+            title,
             f"The {len(members)} listed cities of this region, most populous first.",
-            [("city", "City"), ("population", "Population"), ("timezone", "Time zone"),
-             ("latitude", "Latitude"), ("longitude", "Longitude")],
-            members, f"{title}: cities by population",
-            [ControlLinks("Path", up),
-             ControlLinks("See also", [Choice("these cities in the city list", cities_state)])],
+            [
+                ("city", "City"),
+                ("population", "Population"),
+                ("timezone", "Time zone"),
+                ("latitude", "Latitude"),
+                ("longitude", "Longitude"),
+            ],
+            members,
+            f"{title}: cities by population",
+            [
+                ControlLinks("Path", up),
+                ControlLinks("See also", [Choice("these cities in the city list", cities_state)]),
+            ],
             row=_city_row,
-        )  # fmt: skip
+        )
 
     def _countries(self, state: State) -> bytes:
         """The country list: continent and currency filters, sort, pages."""
@@ -499,9 +576,11 @@ class PlacesApp(SiteApp):
             rows = [c for c in rows if c.currency == currency]
         key = state.get("sort", "name")
         keys: dict[str, Callable[[Country], Any]] = {
-            "name": lambda c: c.name, "iso": lambda c: c.iso,
-            "population": lambda c: c.population, "area_km2": lambda c: c.area_km2,
-        }  # fmt: skip
+            "name": lambda c: c.name,
+            "iso": lambda c: c.iso,
+            "population": lambda c: c.population,
+            "area_km2": lambda c: c.area_km2,
+        }
         ordered = sort_rows(rows, keys[key], lambda c: c.iso, descending(state))
         names = {c.code: c.name for c in self.data.continents}
         continents = ((c.code, c.name) for c in self.data.continents)
@@ -513,18 +592,29 @@ class PlacesApp(SiteApp):
         if currency:
             scope.append(f"using the currency {currency}")
         return self._list_page(
-            state, "Countries and territories",
+            state,
+            "Countries and territories",
             f"{len(ordered)} countries and territories"
             + (" " + " and ".join(scope) if scope else "")
             + ", with capital, area, population and currency code.",
-            [("iso", "ISO code"), ("country", "Country or territory"), ("capital", "Capital"),
-             ("continent", "Continent"), ("area_km2", "Area (km²)"),
-             ("population", "Population"), ("currency", "Currency")],
-            ordered, "Countries and territories",
-            [ControlLinks("Continent", continent_links), ControlLinks("Currency", currency_links),
-             self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc"))],
+            [
+                ("iso", "ISO code"),
+                ("country", "Country or territory"),
+                ("capital", "Capital"),
+                ("continent", "Continent"),
+                ("area_km2", "Area (km²)"),
+                ("population", "Population"),
+                ("currency", "Currency"),
+            ],
+            ordered,
+            "Countries and territories",
+            [
+                ControlLinks("Continent", continent_links),
+                ControlLinks("Currency", currency_links),
+                self._sort_links(state, "country_sort", COUNTRY_SORTS, ("name", "asc")),
+            ],
             row=_country_row,
-        )  # fmt: skip
+        )
 
     def _cities(self, state: State) -> bytes:
         """The city list: country scope, region filter, population window, sort, pages."""
@@ -542,9 +632,11 @@ class PlacesApp(SiteApp):
         desc = descending(state, default="desc")  # the city list starts most populous first
         if (key, desc) != ("population", True):  # the data are already in that order
             keys: dict[str, Callable[[City], Any]] = {
-                "population": lambda c: c.population, "name": lambda c: c.name,
-                "latitude": lambda c: c.latitude, "longitude": lambda c: c.longitude,
-            }  # fmt: skip
+                "population": lambda c: c.population,
+                "name": lambda c: c.name,
+                "latitude": lambda c: c.latitude,
+                "longitude": lambda c: c.longitude,
+            }
             rows = sort_rows(rows, keys[key], lambda c: c.geonameid, desc)
         plain = self._apply(self._apply(state, "clear_filter", "region"), "clear_filter", "country")
         any_region = self._apply(state, "clear_filter", "region")
@@ -560,9 +652,12 @@ class PlacesApp(SiteApp):
         controls = [ControlLinks("Country", country_links)]
         if iso:
             region_links = self._value_links(
-                state, "set_filter", "region", "all regions",
+                state,
+                "set_filter",
+                "region",
+                "all regions",
                 ((code, code) for code in self.data.regions(iso)),
-            )  # fmt: skip
+            )
             controls.append(ControlLinks("Admin-1 region", region_links))
         window = (state.get("pop_min"), state.get("pop_max"))
         controls.append(
@@ -587,16 +682,26 @@ class PlacesApp(SiteApp):
             (True, True): f"with {_count(low or 0)} to {_count(high or 0)} inhabitants",
         }[(low is not None, high is not None)]
         return self._list_page(
-            state, f"Cities of {where}",
+            state,
+            f"Cities of {where}",
             f"{len(rows)} cities of {where}"
             + (f" in admin-1 region {region}" if region else "")
             + f" {window_text}. Population bounds are inclusive; the window can be any pair "
             "of whole numbers (pop_min, pop_max).",
-            [("city", "City"), ("country", "Country"), ("region", "Admin-1 code"),
-             ("population", "Population"), ("timezone", "Time zone"),
-             ("latitude", "Latitude"), ("longitude", "Longitude")],
-            rows, "Cities", controls, row=_city_row,
-        )  # fmt: skip
+            [
+                ("city", "City"),
+                ("country", "Country"),
+                ("region", "Admin-1 code"),
+                ("population", "Population"),
+                ("timezone", "Time zone"),
+                ("latitude", "Latitude"),
+                ("longitude", "Longitude"),
+            ],
+            rows,
+            "Cities",
+            controls,
+            row=_city_row,
+        )
 
     def _counties(self, state: State) -> bytes:
         """The US county list, optionally scoped to one state."""
@@ -607,14 +712,25 @@ class PlacesApp(SiteApp):
         )
         where = self.data.states[code] if code else "the United States"
         return self._list_page(
-            state, f"Counties of {where}",
+            state,
+            f"Counties of {where}",
             f"{len(rows)} counties and county equivalents of {where}, by FIPS code.",
-            [("fips", "FIPS code"), ("county", "County"), ("state", "State"),
-             ("state_name", "State name")],
-            rows, "US counties by FIPS code", [ControlLinks("State", links)],
-            row=lambda c: {"fips": c.fips, "county": c.name, "state": c.state,
-                           "state_name": self.data.states.get(c.state, "")},
-        )  # fmt: skip
+            [
+                ("fips", "FIPS code"),
+                ("county", "County"),
+                ("state", "State"),
+                ("state_name", "State name"),
+            ],
+            rows,
+            "US counties by FIPS code",
+            [ControlLinks("State", links)],
+            row=lambda c: {
+                "fips": c.fips,
+                "county": c.name,
+                "state": c.state,
+                "state_name": self.data.states.get(c.state, ""),
+            },
+        )
 
     # archive
     def states(self) -> Iterable[State]:

@@ -78,9 +78,12 @@ def _escape(value: str, field_sep: str) -> str:
 
 
 def rows_as_answer(
-    pages: Sequence[bytes], table: str, columns: Sequence[str], field_sep: str = "|",
+    pages: Sequence[bytes],
+    table: str,
+    columns: Sequence[str],
+    field_sep: str = "|",
     record_sep: str = "\n",
-) -> str:  # fmt: skip
+) -> str:
     """The answer text made of ``table``'s rows on ``pages``, projected onto ``columns``."""
     lines = []
     for page in pages:

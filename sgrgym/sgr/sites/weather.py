@@ -68,11 +68,19 @@ OBS_SORTS = {
     "visib": "visibility",
 }
 OBS_COLUMNS = (
-    ("station", "Station"), ("date", "Date"), ("hour", "Hour"), ("temp", "Temperature (°F)"),
-    ("dewp", "Dew point (°F)"), ("humid", "Humidity (%)"), ("wind_dir", "Wind direction"),
-    ("wind_speed", "Wind speed (mph)"), ("wind_gust", "Gust (mph)"),
-    ("precip", "Precipitation (in)"), ("pressure", "Pressure (mb)"), ("visib", "Visibility (mi)"),
-)  # fmt: skip
+    ("station", "Station"),
+    ("date", "Date"),
+    ("hour", "Hour"),
+    ("temp", "Temperature (°F)"),
+    ("dewp", "Dew point (°F)"),
+    ("humid", "Humidity (%)"),
+    ("wind_dir", "Wind direction"),
+    ("wind_speed", "Wind speed (mph)"),
+    ("wind_gust", "Gust (mph)"),
+    ("precip", "Precipitation (in)"),
+    ("pressure", "Pressure (mb)"),
+    ("visib", "Visibility (mi)"),
+)
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -109,12 +117,19 @@ class Obs:
 
     def row(self) -> dict[str, str]:
         return {
-            "station": self.station, "date": self.date, "hour": str(self.hour),
-            "temp": _num(self.temp), "dewp": _num(self.dewp), "humid": _num(self.humid),
-            "wind_dir": _num(self.wind_dir), "wind_speed": _num(self.wind_speed),
-            "wind_gust": _num(self.wind_gust), "precip": _inches(self.precip),
-            "pressure": _num(self.pressure), "visib": _num(self.visib),
-        }  # fmt: skip
+            "station": self.station,
+            "date": self.date,
+            "hour": str(self.hour),
+            "temp": _num(self.temp),
+            "dewp": _num(self.dewp),
+            "humid": _num(self.humid),
+            "wind_dir": _num(self.wind_dir),
+            "wind_speed": _num(self.wind_speed),
+            "wind_gust": _num(self.wind_gust),
+            "precip": _inches(self.precip),
+            "pressure": _num(self.pressure),
+            "visib": _num(self.visib),
+        }
 
 
 @dataclass(frozen=True)
@@ -186,29 +201,46 @@ def build_model(data: WeatherData) -> SiteModel:
     controls = (
         Control(name="node", kind="hierarchy", params=("node",), label="Browse"),
         Control(name="page", kind="page", params=("page",), default=("1",), label="Page"),
-        Control(name="station", kind="scope", params=("station",), values=codes,
-                label="Station"),
-        Control(name="dates", kind="window", params=("from", "to"), default=("", ""),
-                label="Dates"),
-        Control(name="condition", kind="filter", params=("condition",),
-                values=tuple(CONDITIONS), label="Condition"),
-        Control(name="obs_sort", kind="sort", params=("sort", "order"), values=tuple(OBS_SORTS),
-                default=("time", "asc"), label="Sort"),
-        Control(name="month", kind="filter", params=("month",), values=data.months,
-                label="Month"),
-    )  # fmt: skip
+        Control(name="station", kind="scope", params=("station",), values=codes, label="Station"),
+        Control(
+            name="dates", kind="window", params=("from", "to"), default=("", ""), label="Dates"
+        ),
+        Control(
+            name="condition",
+            kind="filter",
+            params=("condition",),
+            values=tuple(CONDITIONS),
+            label="Condition",
+        ),
+        Control(
+            name="obs_sort",
+            kind="sort",
+            params=("sort", "order"),
+            values=tuple(OBS_SORTS),
+            default=("time", "asc"),
+            label="Sort",
+        ),
+        Control(name="month", kind="filter", params=("month",), values=data.months, label="Month"),
+    )
     routes = (
         Route(path="/", title="Stations", controls=("node", "page"), tables=("results",)),
-        Route(path="/observations", title="Hourly observations",
-              controls=("station", "dates", "condition", "obs_sort", "page"),
-              tables=("results",)),
+        Route(
+            path="/observations",
+            title="Hourly observations",
+            controls=("station", "dates", "condition", "obs_sort", "page"),
+            tables=("results",),
+        ),
         Route(path="/report.pdf", title="Monthly reports (PDF)", controls=("station", "month")),
         Route(path="/about", title="About"),
-    )  # fmt: skip
+    )
     return replica_model(
-        "weather", "Airport Weather Observations - New York, 2013", routes, controls,
-        data.source, LICENCE,
-    )  # fmt: skip
+        "weather",
+        "Airport Weather Observations - New York, 2013",
+        routes,
+        controls,
+        data.source,
+        LICENCE,
+    )
 
 
 def _iso_date(text: str) -> bool:
@@ -280,9 +312,11 @@ class WeatherApp(SiteApp):
 
     def pages(self) -> dict[str, Callable[[State], bytes]]:
         return {
-            "/": self._browse, "/observations": self._observations, "/report.pdf": self._report,
+            "/": self._browse,
+            "/observations": self._observations,
+            "/report.pdf": self._report,
             "/about": self._about,
-        }  # fmt: skip
+        }
 
     def data_files(self) -> list[Path]:
         return [package_file("weather", PACKAGE, name) for name in (WEATHER_FILE, AIRPORTS_FILE)]
@@ -299,26 +333,37 @@ class WeatherApp(SiteApp):
         if not parts:
             rows = [
                 {
-                    "station": s.code, "name": s.name, "latitude": repr(s.latitude),
-                    "longitude": repr(s.longitude), "altitude_ft": str(s.altitude_ft),
+                    "station": s.code,
+                    "name": s.name,
+                    "latitude": repr(s.latitude),
+                    "longitude": repr(s.longitude),
+                    "altitude_ft": str(s.altitude_ft),
                     "observations": str(len(self._by_station[s.code])),
                 }
                 for s in self.data.stations
-            ]  # fmt: skip
+            ]
             opens = [
                 Choice(s.name, self._apply(state, "open_node", "node", s.code))
                 for s in self.data.stations
             ]
             return self._list_page(
-                state, "Weather stations",
+                state,
+                "Weather stations",
                 "Hourly surface observations of 2013 at the three New York City airports. Open a "
                 "station for its months, a month for its days; the hourly records are in the "
                 "observation list and each month's climate report is a PDF.",
-                [("station", "Station"), ("name", "Name"), ("latitude", "Latitude"),
-                 ("longitude", "Longitude"), ("altitude_ft", "Altitude (ft)"),
-                 ("observations", "Hourly observations")],
-                rows, "Stations", [ControlLinks("Path", up), ControlLinks("Open", opens)],
-            )  # fmt: skip
+                [
+                    ("station", "Station"),
+                    ("name", "Name"),
+                    ("latitude", "Latitude"),
+                    ("longitude", "Longitude"),
+                    ("altitude_ft", "Altitude (ft)"),
+                    ("observations", "Hourly observations"),
+                ],
+                rows,
+                "Stations",
+                [ControlLinks("Path", up), ControlLinks("Open", opens)],
+            )
         station = self._station(parts[0])
         if station is None:
             raise NotFound(f"node={node!r}: no station {parts[0]!r}")
@@ -337,17 +382,32 @@ class WeatherApp(SiteApp):
             {"station": station.code, "from": f"{month}-01", "to": mine[-1].date},
         )
         return self._list_page(
-            state, f"{station.name}, {month}",
+            state,
+            f"{station.name}, {month}",
             f"Daily summaries of the {len(mine)} hourly observations of {station.code} in "
             f"{month}. Precipitation is the day's total.",
-            [("date", "Date"), ("observations", "Observations"), ("min_temp", "Lowest °F"),
-             ("max_temp", "Highest °F"), ("precip", "Precipitation (in)"),
-             ("max_wind", "Strongest wind (mph)"), ("max_gust", "Strongest gust (mph)")],
-            day_summaries(mine), f"{station.code}, {month}: days",
-            [ControlLinks("Path", up),
-             ControlLinks("See also", [Choice("the hourly observations", hourly),
-                                       Choice("the monthly climate report (PDF)", report)])],
-        )  # fmt: skip
+            [
+                ("date", "Date"),
+                ("observations", "Observations"),
+                ("min_temp", "Lowest °F"),
+                ("max_temp", "Highest °F"),
+                ("precip", "Precipitation (in)"),
+                ("max_wind", "Strongest wind (mph)"),
+                ("max_gust", "Strongest gust (mph)"),
+            ],
+            day_summaries(mine),
+            f"{station.code}, {month}: days",
+            [
+                ControlLinks("Path", up),
+                ControlLinks(
+                    "See also",
+                    [
+                        Choice("the hourly observations", hourly),
+                        Choice("the monthly climate report (PDF)", report),
+                    ],
+                ),
+            ],
+        )
 
     def _months(
         self, state: State, station: Station, observations: Sequence[Obs], up: list[Choice]
@@ -372,15 +432,23 @@ class WeatherApp(SiteApp):
             for m in self.data.months
         ]
         return self._list_page(
-            state, station.name,
+            state,
+            station.name,
             f"{station.name} ({station.code}), {station.latitude:.4f}, {station.longitude:.4f}: "
             "monthly summaries. Wet days are days with any measured precipitation.",
-            [("month", "Month"), ("days", "Days"), ("observations", "Observations"),
-             ("min_temp", "Lowest °F"), ("max_temp", "Highest °F"),
-             ("precip", "Precipitation (in)"), ("wet_days", "Wet days")],
-            rows, f"{station.code}: months",
+            [
+                ("month", "Month"),
+                ("days", "Days"),
+                ("observations", "Observations"),
+                ("min_temp", "Lowest °F"),
+                ("max_temp", "Highest °F"),
+                ("precip", "Precipitation (in)"),
+                ("wet_days", "Wet days"),
+            ],
+            rows,
+            f"{station.code}: months",
             [ControlLinks("Path", up), ControlLinks("Open", opens)],
-        )  # fmt: skip
+        )
 
     # the observation list
     def _observations(self, state: State) -> bytes:
@@ -425,13 +493,18 @@ class WeatherApp(SiteApp):
         where = code or "all stations"
         span = f", {low or 'the first day'} to {high or 'the last day'}" if low or high else ""
         return self._list_page(
-            state, f"Hourly observations, {where}",
+            state,
+            f"Hourly observations, {where}",
             f"{len(ordered)} hourly observations of {where}{span}"
             + (f", {CONDITIONS[condition]}" if condition else "")
             + ". The date window takes any pair of ISO dates (from, to), both inclusive; missing "
             "measurements are blank and sort lowest.",
-            list(OBS_COLUMNS), ordered, "Observations", controls, row=Obs.row,
-        )  # fmt: skip
+            list(OBS_COLUMNS),
+            ordered,
+            "Observations",
+            controls,
+            row=Obs.row,
+        )
 
     # the PDF reports
     def _report(self, state: State) -> bytes:
@@ -456,8 +529,10 @@ class WeatherApp(SiteApp):
                 f"{day['min_visib'] or '-':>12}  {day['max_gust'] or '-':>12}"
             )
         total = sum(o.precip for o in mine)
-        lines += ["", f"Month total precipitation: {_inches(total)} in; "
-                      f"{len(mine)} hourly observations."]  # fmt: skip
+        lines += [
+            "",
+            f"Month total precipitation: {_inches(total)} in; {len(mine)} hourly observations.",
+        ]
         return text_pdf(f"Monthly climate report: {station.code} {month}", lines)
 
     # archive

@@ -68,9 +68,12 @@ def completeness_curves(
 
 
 def heatmap(
-    rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequence[float | None]],
-    path: Path, title: str,
-) -> Path:  # fmt: skip
+    rows: Sequence[str],
+    columns: Sequence[str],
+    values: Sequence[Sequence[float | None]],
+    path: Path,
+    title: str,
+) -> Path:
     """Figure 3: mean final completeness per topic (rows) and agent (columns)."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(1.8 + 1.1 * len(columns), 1.0 + 0.32 * len(rows))
@@ -82,8 +85,15 @@ def heatmap(
         for i, row in enumerate(data):
             for j, v in enumerate(row):
                 if not math.isnan(v):
-                    ax.text(j, i, f"{100 * v:.0f}", ha="center", va="center",
-                            color="white" if v < 0.6 else "black", fontsize=7)  # fmt: skip
+                    ax.text(
+                        j,
+                        i,
+                        f"{100 * v:.0f}",
+                        ha="center",
+                        va="center",
+                        color="white" if v < 0.6 else "black",
+                        fontsize=7,
+                    )
         fig.colorbar(image, ax=ax, label="final completeness")
         ax.set_title(title)
         return _save(fig, path)
@@ -126,8 +136,9 @@ def frontier(points: Mapping[str, tuple[float, float]], path: Path, title: str) 
         return _save(fig, path)
 
 
-def scatter_c(c: Sequence[float], c_hat: Sequence[float], q_hat: float, path: Path,
-              title: str) -> Path:  # fmt: skip
+def scatter_c(
+    c: Sequence[float], c_hat: Sequence[float], q_hat: float, path: Path, title: str
+) -> Path:
     """Figures 16-19 (left): estimated ĉ against true c, with the diagonal and ± q̂."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(3.8, 3.6)
@@ -159,9 +170,12 @@ def histogram(scores: Sequence[float], q_hat: float, path: Path, title: str) -> 
 
 
 def grouped_bars(
-    groups: Sequence[str], series: Mapping[str, Sequence[float | None]], path: Path,
-    title: str, ylabel: str,
-) -> Path:  # fmt: skip
+    groups: Sequence[str],
+    series: Mapping[str, Sequence[float | None]],
+    path: Path,
+    title: str,
+    ylabel: str,
+) -> Path:
     """Bars per group, one colour per series (SGR figure 3: Item-F1 by agent and family)."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(max(6.0, 1.2 * len(groups)), 3.6)
@@ -169,8 +183,12 @@ def grouped_bars(
         for k, (label, values) in enumerate(series.items()):
             xs = [i + k * width for i in range(len(groups))]
             ax.bar(xs, [0 if v is None else 100 * v for v in values], width, label=label)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))], labels=list(groups),
-                      rotation=20, ha="right")  # fmt: skip
+        ax.set_xticks(
+            [i + 0.4 - width / 2 for i in range(len(groups))],
+            labels=list(groups),
+            rotation=20,
+            ha="right",
+        )
         ax.set_ylim(0, 105)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
@@ -178,14 +196,12 @@ def grouped_bars(
         return _save(fig, path)
 
 
-def f1_scatter(points: Mapping[str, Sequence[tuple[float, float]]], path: Path,
-               title: str) -> Path:  # fmt: skip
+def f1_scatter(points: Mapping[str, Sequence[tuple[float, float]]], path: Path, title: str) -> Path:
     """Item-F1 against Row-F1 per task, one colour per agent."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(4.0, 3.8)
         for label, values in points.items():
-            ax.scatter([v[0] for v in values], [v[1] for v in values], s=12, alpha=0.6,
-                       label=label)  # fmt: skip
+            ax.scatter([v[0] for v in values], [v[1] for v in values], s=12, alpha=0.6, label=label)
         ax.plot([0, 1], [0, 1], color="black", linewidth=0.8)
         ax.set_xlim(-0.03, 1.03)
         ax.set_ylim(-0.03, 1.03)
@@ -197,9 +213,12 @@ def f1_scatter(points: Mapping[str, Sequence[tuple[float, float]]], path: Path,
 
 
 def stacked_shares(
-    agents: Sequence[str], categories: Sequence[str], counts: Sequence[Mapping[str, int]],
-    path: Path, title: str,
-) -> Path:  # fmt: skip
+    agents: Sequence[str],
+    categories: Sequence[str],
+    counts: Sequence[Mapping[str, int]],
+    path: Path,
+    title: str,
+) -> Path:
     """SGR figure 4 / appendix G: share of each category within each agent's episodes."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(6.5, 0.9 + 0.45 * len(agents))

@@ -80,14 +80,17 @@ class Run:
 def load_run(path: Path, label: str) -> Run:
     config = card_config(path)
     run = Run(label, path, config)
-    for name, enabled, attr in ((SEEKER_JSON, config.seeker.enabled, "seeker"),
-                                (CALIBRATION_JSON, config.calibration.enabled, "calibration"),
-                                (SGR_JSON, config.sgr.enabled, "sgr")):  # fmt: skip
+    for name, enabled, attr in (
+        (SEEKER_JSON, config.seeker.enabled, "seeker"),
+        (CALIBRATION_JSON, config.calibration.enabled, "calibration"),
+        (SGR_JSON, config.sgr.enabled, "sgr"),
+    ):
         if enabled:
             file = path / "results" / name
             if not file.is_file():
-                raise UserError(f"{file}: missing; finish the run first (rerun sgrgym run "
-                                "with the same --out)")  # fmt: skip
+                raise UserError(
+                    f"{file}: missing; finish the run first (rerun sgrgym run with the same --out)"
+                )
             setattr(run, attr, read_json_file(file, "results file")["rows"])
     baseline = path / "results" / BASELINE_JSON
     if config.baseline.enabled and baseline.is_file():  # not in runs made before it was added
@@ -143,9 +146,9 @@ class Page:
         body = "\n".join(self.html)
         return (
             f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head>\n"
-                f"<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n"
-        )  # fmt: skip
+            f"<title>{html.escape(self.title)}</title><style>{CSS}</style></head>\n"
+            f"<body>\n<h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n"
+        )
 
     def render_md(self) -> str:
         return "\n".join(self.md)
@@ -204,9 +207,12 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
             )
         body += [[run.label, a, *(c.get(b, "-") for b in beliefs)] for a, c in by_agent.items()]
     page.table(["Run", "Agent", *beliefs], body)
-    page.text("The built-in agents draw their queries from the abstract only and never read "
-              "the belief, so their rows are the same for every belief representation; LLM "
-              "agents are where the belief matters.", note=True)  # fmt: skip
+    page.text(
+        "The built-in agents draw their queries from the abstract only and never read "
+        "the belief, so their rows are the same for every belief representation; LLM "
+        "agents are where the belief matters.",
+        note=True,
+    )
     for run in runs:
         page.text(f"{run.label}: {near_theta_text(run.seeker)}", note=True)
 
@@ -219,8 +225,13 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
                 curves[belief] = _pooled(rows)
         name = f"{FIGURES}/{_safe(run.label)}-seeker-steps.svg"
         figures.completeness_curves(curves, out / name, f"{run.label}: completeness per step")
-        items.append((name, f"{run.label}: completeness per step by belief (figure 4a; "
-                      "bands ± 0.3 std across episodes)"))  # fmt: skip
+        items.append(
+            (
+                name,
+                f"{run.label}: completeness per step by belief (figure 4a; "
+                "bands ± 0.3 std across episodes)",
+            )
+        )
     page.heading("Completeness per step (figure 4a)", 3)
     page.figures(items)
 
@@ -232,30 +243,50 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
         topics = sorted({t for r in rows for t in r["by_topic"]})
         values = [[r["by_topic"].get(t) for r in rows] for t in topics]
         name = f"{FIGURES}/{_safe(run.label)}-seeker-topics.svg"
-        figures.heatmap(topics, [r["agent"] for r in rows], values, out / name,
-                        f"{run.label}: final completeness by topic ({belief})")  # fmt: skip
-        items.append((name, f"{run.label}: mean final completeness by topic cluster and agent, "
-                      f"{belief} belief (figure 3)"))  # fmt: skip
+        figures.heatmap(
+            topics,
+            [r["agent"] for r in rows],
+            values,
+            out / name,
+            f"{run.label}: final completeness by topic ({belief})",
+        )
+        items.append(
+            (
+                name,
+                f"{run.label}: mean final completeness by topic cluster and agent, "
+                f"{belief} belief (figure 3)",
+            )
+        )
     page.figures(items)
 
     page.heading("Cost–completeness frontier (figure 4b)", 3)
-    points = {f"{run.label}/{r['agent']}/{r['belief']}": (r["tokens_per_episode"],
-              r["final_completeness"]) for run in runs for r in run.seeker
-              if r.get("tokens_per_episode") is not None}  # fmt: skip
+    points = {
+        f"{run.label}/{r['agent']}/{r['belief']}": (
+            r["tokens_per_episode"],
+            r["final_completeness"],
+        )
+        for run in runs
+        for r in run.seeker
+        if r.get("tokens_per_episode") is not None
+    }
     if points:
         name = f"{FIGURES}/seeker-frontier.svg"
         figures.frontier(points, out / name, "tokens per episode vs final completeness")
         page.figures([(name, "cost–completeness frontier (figure 4b; x axis flipped)")])
     else:
-        page.text("no LLM runs: the built-in agents spend no tokens, so there is no "
-                  "cost–completeness frontier to draw", note=True)  # fmt: skip
+        page.text(
+            "no LLM runs: the built-in agents spend no tokens, so there is no "
+            "cost–completeness frontier to draw",
+            note=True,
+        )
 
     page.heading("Query diversity and context length per step (appendix C.4)", 3)
     items = []
     for run in runs:
         label = _safe(run.label)
-        diversity = {f"{r['agent']}/{r['belief']}": r["query_diversity_by_step"]
-                     for r in run.seeker}  # fmt: skip
+        diversity = {
+            f"{r['agent']}/{r['belief']}": r["query_diversity_by_step"] for r in run.seeker
+        }
         tokens = {f"{r['agent']}/{r['belief']}": r["belief_tokens_by_step"] for r in run.seeker}
         name = f"{FIGURES}/{label}-seeker-diversity.svg"
         figures.lines(diversity, out / name, f"{run.label}: query diversity", "1 − max cos")
@@ -274,19 +305,29 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
                 for e in records(folder / "episodes.jsonl", "SeekerGym episode"):
                     episodes.append({**e, "agent": agent, "belief": belief})
         result = decompose(episodes)
-        page.text(f"{run.label}: {result.observations} episodes; Type III ANOVA of "
-                  "c ~ belief × agent + document (OLS, sum contrasts)")  # fmt: skip
-        page.table(["Factor", "df", "F", "η²", "η²p"],
-                   [[f.factor, f"{f.df:.0f}", "—" if f.f is None else f"{f.f:.1f}",
-                     "—" if f.eta2 is None else f"{f.eta2:.3f}",
-                     "—" if f.eta2_partial is None else f"{f.eta2_partial:.3f}"]
-                    for f in result.factors])  # fmt: skip
+        page.text(
+            f"{run.label}: {result.observations} episodes; Type III ANOVA of "
+            "c ~ belief × agent + document (OLS, sum contrasts)"
+        )
+        page.table(
+            ["Factor", "df", "F", "η²", "η²p"],
+            [
+                [
+                    f.factor,
+                    f"{f.df:.0f}",
+                    "—" if f.f is None else f"{f.f:.1f}",
+                    "—" if f.eta2 is None else f"{f.eta2:.3f}",
+                    "—" if f.eta2_partial is None else f"{f.eta2_partial:.3f}",
+                ]
+                for f in result.factors
+            ],
+        )
         if result.document_share_mixed is not None:
             page.text(
                 f"mixed-effects model (belief × agent + topic, document as random "
                 f"intercept): the document "
-                      f"accounts for {result.document_share_mixed:.3f} of the variance left"
-            )  # fmt: skip
+                f"accounts for {result.document_share_mixed:.3f} of the variance left"
+            )
         for note in result.notes:
             page.text(note, note=True)
 
@@ -299,24 +340,42 @@ def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
     if not runs:
         return
     page.heading("Completeness uncertainty: split conformal (table 4 layout)")
-    body = [[run.label, r["estimator"], _pm(r["q_hat"], r["q_hat_std"], 1, 3),
-             _pm(r["r2"], r["r2_std"], 1, 3), _pm(r["coverage"], r["coverage_std"])]
-            for run in runs for r in run.calibration]  # fmt: skip
+    body = [
+        [
+            run.label,
+            r["estimator"],
+            _pm(r["q_hat"], r["q_hat_std"], 1, 3),
+            _pm(r["r2"], r["r2_std"], 1, 3),
+            _pm(r["coverage"], r["coverage_std"]),
+        ]
+        for run in runs
+        for r in run.calibration
+    ]
     page.table(["Run", "Estimator", "q̂", "R²", "Coverage %"], body)
     for run in runs:
         items = []
         for row in run.calibration:
             folder = run.path / CALIBRATION / row["estimator"]
-            pairs = [p for p in records(folder / "pairs.jsonl", "calibration pair")
-                     if p.get("c_hat") is not None]  # fmt: skip
+            pairs = [
+                p
+                for p in records(folder / "pairs.jsonl", "calibration pair")
+                if p.get("c_hat") is not None
+            ]
             q_hat = row["q_hat"] if isinstance(row["q_hat"], (int, float)) else float("inf")
             base = f"{FIGURES}/{_safe(run.label)}-cal-{_safe(row['estimator'])}"
             figures.scatter_c(
-                [p["c"] for p in pairs], [p["c_hat"] for p in pairs], q_hat,
-                              out / f"{base}-scatter.svg", f"{row['estimator']}: ĉ vs c"
-            )  # fmt: skip
-            figures.histogram([p["score"] for p in pairs], q_hat, out / f"{base}-scores.svg",
-                              f"{row['estimator']}: nonconformity")  # fmt: skip
+                [p["c"] for p in pairs],
+                [p["c_hat"] for p in pairs],
+                q_hat,
+                out / f"{base}-scatter.svg",
+                f"{row['estimator']}: ĉ vs c",
+            )
+            figures.histogram(
+                [p["score"] for p in pairs],
+                q_hat,
+                out / f"{base}-scores.svg",
+                f"{row['estimator']}: nonconformity",
+            )
             items += [
                 (f"{base}-scatter.svg", f"{run.label} {row['estimator']}: c vs ĉ, ± q̂"),
                 (f"{base}-scores.svg", f"{run.label} {row['estimator']}: |c − ĉ|"),
@@ -370,33 +429,71 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
                 g = r["by_variant"].get(variant, {})
                 cells += [_pct(g.get("row_f1")), _pct(g.get("item_f1")), _pct(g.get("poa"))]
             body.append([*cells, _pct(r["overall"].get("item_f1"))])
-    page.table(["Run", "Agent", "CG Row-F1", "CG Item-F1", "CG P.O.A.", "GO Row-F1",
-                "GO Item-F1", "GO P.O.A.", "Overall Item-F1"], body)  # fmt: skip
+    page.table(
+        [
+            "Run",
+            "Agent",
+            "CG Row-F1",
+            "CG Item-F1",
+            "CG P.O.A.",
+            "GO Row-F1",
+            "GO Item-F1",
+            "GO P.O.A.",
+            "Overall Item-F1",
+        ],
+        body,
+    )
     page.heading("All task variants (table 3 layout)", 3)
-    rows = sorted(((run.label, r) for run in runs for r in run.sgr),
-                  key=lambda x: -(x[1]["overall"].get("item_f1") or 0))  # fmt: skip
-    page.table(["Run", "Agent", "Item-F1", "Row-F1", "P.O.A.", "n"],
-               [[lbl, r["agent"], _pct(r["overall"].get("item_f1")),
-                 _pct(r["overall"].get("row_f1")), _pct(r["overall"].get("poa")),
-                 str(r["overall"].get("n", ""))] for lbl, r in rows])  # fmt: skip
+    rows = sorted(
+        ((run.label, r) for run in runs for r in run.sgr),
+        key=lambda x: -(x[1]["overall"].get("item_f1") or 0),
+    )
+    page.table(
+        ["Run", "Agent", "Item-F1", "Row-F1", "P.O.A.", "n"],
+        [
+            [
+                lbl,
+                r["agent"],
+                _pct(r["overall"].get("item_f1")),
+                _pct(r["overall"].get("row_f1")),
+                _pct(r["overall"].get("poa")),
+                str(r["overall"].get("n", "")),
+            ]
+            for lbl, r in rows
+        ],
+    )
 
     page.heading("Item-F1 by source family (figure 3) and by cardinality (appendix K)", 3)
     items = []
     for run in runs:
         families = sorted({f for r in run.sgr for f in r["by_family"]})
-        series = {r["agent"]: [r["by_family"].get(f, {}).get("item_f1") for f in families]
-                  for r in run.sgr}  # fmt: skip
+        series = {
+            r["agent"]: [r["by_family"].get(f, {}).get("item_f1") for f in families]
+            for r in run.sgr
+        }
         name = f"{FIGURES}/{_safe(run.label)}-sgr-families.svg"
-        figures.grouped_bars(families, series, out / name, f"{run.label}: Item-F1 by family",
-                             "Item-F1 %")  # fmt: skip
+        figures.grouped_bars(
+            families, series, out / name, f"{run.label}: Item-F1 by family", "Item-F1 %"
+        )
         items.append((name, f"{run.label}: Item-F1 by agent and source family (figure 3)"))
     page.figures(items)
     bins = list(dict.fromkeys(b for run in runs for r in run.sgr for b in r["by_cardinality"]))
-    page.table(["Run", "Agent", *(f"{b} rows Item-F1 (n)" for b in bins)],
-               [[run.label, r["agent"],
-                 *(f"{_pct(r['by_cardinality'].get(b, {}).get('item_f1'))} "
-                   f"({r['by_cardinality'].get(b, {}).get('n', 0)})" for b in bins)]
-                for run in runs for r in run.sgr])  # fmt: skip
+    page.table(
+        ["Run", "Agent", *(f"{b} rows Item-F1 (n)" for b in bins)],
+        [
+            [
+                run.label,
+                r["agent"],
+                *(
+                    f"{_pct(r['by_cardinality'].get(b, {}).get('item_f1'))} "
+                    f"({r['by_cardinality'].get(b, {}).get('n', 0)})"
+                    for b in bins
+                ),
+            ]
+            for run in runs
+            for r in run.sgr
+        ],
+    )
 
     page.heading("Item-F1 vs Row-F1 per task, and appendix G categories", 3)
     from sgrgym.suite.layout import sgr_part
@@ -412,15 +509,24 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
         items.append((name, f"{run.label}: Item-F1 against Row-F1, one point per task"))
         categories = sorted({c for r in run.sgr for c in r["categories"]})
         name = f"{FIGURES}/{_safe(run.label)}-sgr-categories.svg"
-        figures.stacked_shares([r["agent"] for r in run.sgr], categories,
-                               [r["categories"] for r in run.sgr], out / name,
-                               f"{run.label}: episode categories")  # fmt: skip
+        figures.stacked_shares(
+            [r["agent"] for r in run.sgr],
+            categories,
+            [r["categories"] for r in run.sgr],
+            out / name,
+            f"{run.label}: episode categories",
+        )
         items.append((name, f"{run.label}: share of each appendix G category per agent"))
     page.figures(items)
     categories = sorted({c for run in runs for r in run.sgr for c in r["categories"]})
-    page.table(["Run", "Agent", *categories],
-               [[run.label, r["agent"], *(str(r["categories"].get(c, 0)) for c in categories)]
-                for run in runs for r in run.sgr])  # fmt: skip
+    page.table(
+        ["Run", "Agent", *categories],
+        [
+            [run.label, r["agent"], *(str(r["categories"].get(c, 0)) for c in categories)]
+            for run in runs
+            for r in run.sgr
+        ],
+    )
     _task_pages(page, runs, out)
 
 
@@ -431,8 +537,9 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
     for run in runs:
         for r in run.sgr:
             folder = run.path / sgr_part(r["agent"])
-            scores = {t["task_id"]: t for t in read_json_file(folder / "scores.json",
-                                                              "scores")["tasks"]}  # fmt: skip
+            scores = {
+                t["task_id"]: t for t in read_json_file(folder / "scores.json", "scores")["tasks"]
+            }
             for t in records(folder / "trajectories.jsonl", "SGR trajectory"):
                 tasks.setdefault(t["task_id"], []).append(
                     (run.label, r["agent"], t, scores.get(t["task_id"], {}))
@@ -442,29 +549,43 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
         sub = Page(f"SGR task {task_id}")
         for label, agent, trajectory, score in entries:
             sub.heading(f"{label} / {agent}")
-            sub.text(f"Item-F1 {_pct(score.get('item_f1'))}, Row-F1 {_pct(score.get('row_f1'))}, "
-                     f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.get('ended_by')}; "
-                     f"category: {trajectory.get('diagnostics', {}).get('category')}")  # fmt: skip
+            sub.text(
+                f"Item-F1 {_pct(score.get('item_f1'))}, Row-F1 {_pct(score.get('row_f1'))}, "
+                f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.get('ended_by')}; "
+                f"category: {trajectory.get('diagnostics', {}).get('category')}"
+            )
             steps = trajectory.get("steps", [])
-            sub.table(["Step", "Tool", "Arguments", "State reached", "Match", "Status"],
-                      [[str(s.get("step")), str(s.get("tool")),
+            sub.table(
+                ["Step", "Tool", "Arguments", "State reached", "Match", "Status"],
+                [
+                    [
+                        str(s.get("step")),
+                        str(s.get("tool")),
                         "; ".join(f"{k}={v}" for k, v in sorted(s.get("args", {}).items()))[:160],
-                        str(s.get("state", "")), str(s.get("match", "")), str(s.get("status", ""))]
-                       for s in steps])  # fmt: skip
+                        str(s.get("state", "")),
+                        str(s.get("match", "")),
+                        str(s.get("status", "")),
+                    ]
+                    for s in steps
+                ],
+            )
             reached = sorted(
                 {s["state"] for s in steps if s.get("state") and s.get("status") == 200}
             )
             sub.text("reached states: " + (", ".join(reached) if reached else "none"))
             diagnostics = trajectory.get("diagnostics", {})
-            sub.table(["Diagnostic", "Value"],
-                      [[k, str(v)] for k, v in sorted(diagnostics.items())])  # fmt: skip
+            sub.table(
+                ["Diagnostic", "Value"], [[k, str(v)] for k, v in sorted(diagnostics.items())]
+            )
         name = f"{TASKS}/{_safe(task_id)}"
         (out / f"{name}.html").write_text(sub.render_html(), encoding="utf-8")
         (out / f"{name}.md").write_text(sub.render_md(), encoding="utf-8")
         links.append((name, task_id))
     page.heading("Per-task pages (trajectory and reached states)", 3)
-    page.raw("<p>" + " ".join(page.link(f"{n}.html", t) for n, t in links) + "</p>",
-             " ".join(f"[{t}]({n}.md)" for n, t in links) + "\n")  # fmt: skip
+    page.raw(
+        "<p>" + " ".join(page.link(f"{n}.html", t) for n, t in links) + "</p>",
+        " ".join(f"[{t}]({n}.md)" for n, t in links) + "\n",
+    )
 
 
 # ------------------------------------------------------------------------------ the report

@@ -72,8 +72,11 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
         }
     )
     notes: list[str] = []
-    terms = [t for t, col in (("C(belief, Sum)", "belief"), ("C(agent, Sum)", "agent"))
-             if frame[col].nunique() > 1]  # fmt: skip
+    terms = [
+        t
+        for t, col in (("C(belief, Sum)", "belief"), ("C(agent, Sum)", "agent"))
+        if frame[col].nunique() > 1
+    ]
     if len(terms) == 2:
         terms.append("C(belief, Sum):C(agent, Sum)")
     if frame["document"].nunique() > 1:
@@ -93,17 +96,24 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
             for name, row in table.iterrows():
                 ss = float(row["sum_sq"])
                 partial = ss / (ss + residual) if ss + residual > 0 else math.nan
-                factors.append(Factor(
-                    factor=_NAMES.get(str(name), str(name)), df=float(row["df"]),
-                    f=_number(row.get("F")), eta2=_number(ss / total) if total > 0 else None,
-                    eta2_partial=_number(partial),
-                ))  # fmt: skip
+                factors.append(
+                    Factor(
+                        factor=_NAMES.get(str(name), str(name)),
+                        df=float(row["df"]),
+                        f=_number(row.get("F")),
+                        eta2=_number(ss / total) if total > 0 else None,
+                        eta2_partial=_number(partial),
+                    )
+                )
             if residual <= 1e-12 * max(total, 1e-300):
-                notes.append("no residual variance (every episode of a cell is identical): "
-                             "F is undefined")  # fmt: skip
+                notes.append(
+                    "no residual variance (every episode of a cell is identical): F is undefined"
+                )
         except Exception as exc:  # statsmodels raises many kinds on degenerate designs
-            notes.append(f"the ANOVA could not be fitted on this data ({type(exc).__name__}: "
-                         f"{str(exc)[:120]})")  # fmt: skip
+            notes.append(
+                f"the ANOVA could not be fitted on this data ({type(exc).__name__}: "
+                f"{str(exc)[:120]})"
+            )
     share = None
     if frame["document"].nunique() > 1:
         fixed_terms = [t for t in terms if "document" not in t]
@@ -117,10 +127,15 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
             var_doc = float(mixed.cov_re.iloc[0, 0])
             share = _number(var_doc / (var_doc + float(mixed.scale)))
             if not mixed.converged or any("converge" in str(w.message).lower() for w in caught):
-                notes.append("the mixed-effects fit did not converge on this data; its "
-                             "document share is shown but is not reliable")  # fmt: skip
+                notes.append(
+                    "the mixed-effects fit did not converge on this data; its "
+                    "document share is shown but is not reliable"
+                )
         except Exception as exc:
-            notes.append(f"the mixed-effects model could not be fitted ({type(exc).__name__}: "
-                         f"{str(exc)[:120]})")  # fmt: skip
-    return Decomposition(observations=len(frame), factors=factors,
-                         document_share_mixed=share, notes=notes)  # fmt: skip
+            notes.append(
+                f"the mixed-effects model could not be fitted ({type(exc).__name__}: "
+                f"{str(exc)[:120]})"
+            )
+    return Decomposition(
+        observations=len(frame), factors=factors, document_share_mixed=share, notes=notes
+    )
