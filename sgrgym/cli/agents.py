@@ -11,6 +11,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from sgrgym.core import defaults
+
 
 def _world(args: argparse.Namespace) -> tuple[list[Path], list[Any], Any, Any, Any]:
     """(task files, tasks, snapshot, site models, renderer) as ``sgr run`` opens them."""
@@ -129,7 +131,9 @@ def add_commands(areas: Any) -> None:
         help="also offer the operate tool (site operations; the paper's agents had none)",
     )
     mcp.add_argument("--no-render", action="store_true", help="archived pages only")
-    mcp.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
+    mcp.add_argument(
+        "--current-date", default=defaults.CURRENT_DATE, help="date shown to the agent"
+    )
     mcp.add_argument(
         "--print-prompt",
         action="store_true",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from sgrgym.core import defaults
+
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (any free port) to 65535."""
@@ -41,12 +43,12 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-wall-s",
         type=positive_seconds,
-        default=6000.0,
+        default=defaults.MAX_WALL_S,
         help="wall time per task (default: 6000, appendix C)",
     )
     parser.add_argument(
         "--stall-s",
         type=positive_seconds,
-        default=3000.0,
+        default=defaults.STALL_S,
         help="stop a task after this long without a tool call (default: 3000, appendix C)",
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sgrgym.cli.options import add_budget_options, positive_int
+from sgrgym.core import defaults
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
     DEFAULT_TASKS_DIR,
@@ -589,7 +590,9 @@ def add_commands(areas: Any) -> None:
         action="store_true",
         help="serve only archived pages (a miss is a 404) instead of rendering them",
     )
-    run.add_argument("--current-date", default="2026-01-01", help="date shown to the agent")
+    run.add_argument(
+        "--current-date", default=defaults.CURRENT_DATE, help="date shown to the agent"
+    )
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     from sgrgym.cli.agents import add_cli_run_options

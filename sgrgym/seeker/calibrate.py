@@ -78,6 +78,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
 from sgrgym import __version__
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import read_bytes
@@ -1062,7 +1063,7 @@ class CalibrateOptions(BaseModel):
 
     corpus_file: Path
     store_dir: Path
-    model: str = "minilm-l6-onnx"
+    model: str = defaults.EMBEDDER
     query_cache: Path | None = None
     estimators: tuple[str, ...] = ("constant", "abstract-coverage", "visible-count")
     alpha: float = ALPHA

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sgrgym.core import defaults
 from sgrgym.core.closing import Closing
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
@@ -43,7 +44,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 FloatMatrix = npt.NDArray[np.float32]
 
-MINILM_NAME = "minilm-l6-onnx"
+MINILM_NAME = defaults.EMBEDDER
 DEFAULT_MODELS_DIR = Path("embeddings/models")
 MODELS_MANIFEST = "manifest.json"
 EXPORT_COMMAND = "sgrgym seeker build-model"

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sgrgym.core import defaults
+
 DEMO = "demo"
 DEMO_CORPUS = "djangodocs"
-DEFAULT_MODEL = "minilm-l6-onnx"
+DEFAULT_MODEL = defaults.EMBEDDER
 DEFAULT_THETA = (
     0.65  # paper section 2.2; sgrgym.seeker.store.DEFAULT_THETA (not imported: lazy CLI)
 )

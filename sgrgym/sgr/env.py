@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 
+from sgrgym.core import defaults
 from sgrgym.sgr.prompt import DEFAULT_TOOLS, task_prompt
 from sgrgym.sgr.render import SiteRenderer
 from sgrgym.sgr.simulator import Simulator, StepResult, TrajectoryStep
@@ -38,8 +39,8 @@ class Budget(BaseModel):
     """Per-episode limits (appendix C: 6,000 s runtime, stalled after 3,000 s without progress;
     the paper has no tool-call cap, so ``max_tool_calls`` is off unless set)."""
 
-    max_wall_s: float = Field(default=6000.0, gt=0)
-    stall_s: float = Field(default=3000.0, gt=0)
+    max_wall_s: float = Field(default=defaults.MAX_WALL_S, gt=0)
+    stall_s: float = Field(default=defaults.STALL_S, gt=0)
     max_tool_calls: int | None = Field(default=None, ge=1)
 
 
@@ -132,7 +133,7 @@ class SgrEnv:
         snapshot: Snapshot,
         sites: dict[str, SiteModel],
         budget: Budget | None = None,
-        current_date: str = "2026-01-01",
+        current_date: str = defaults.CURRENT_DATE,
         renderer: SiteRenderer | None = None,
         web: WebSearch | None = None,
     ) -> None:

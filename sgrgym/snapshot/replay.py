@@ -73,10 +73,10 @@ def _capture(row: Row, original: Capture | None = None) -> Capture:
     _, _, _, _, status, mime, warc, offset, length, time, location, record_id = row[:12]
     return Capture(
         str(row[0]),
-        int(status),
+        int(status),  # type: ignore[call-overload]
         str(mime),
         str(warc),
-        int(offset),
+        int(offset),  # type: ignore[call-overload]
         int(length),  # type: ignore[call-overload]
         str(time),
         str(location),

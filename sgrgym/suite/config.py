@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_json
 from sgrgym.core.inputs import read_text
@@ -38,7 +39,7 @@ class SeekerConfig(BaseModel):
 
     enabled: bool = True
     corpus: str = "demo"
-    model: str = "minilm-l6-onnx"
+    model: str = defaults.EMBEDDER
     agents: list[str] = ["sentences", "phrases", "oracle-text"]
     beliefs: list[str] = ["trajectory", "dedup", "oracle"]  # section 3.1
     seeds: int = Field(default=DEFAULT_SEEDS, ge=1)
@@ -73,9 +74,9 @@ class SgrConfig(BaseModel):
     seed: int = 0
     random_steps: int = Field(default=4, ge=1)
     max_tool_calls: int | None = Field(default=None, ge=1)
-    max_wall_s: float = Field(default=6000.0, gt=0)
-    stall_s: float = Field(default=3000.0, gt=0)
-    current_date: str = "2026-01-01"
+    max_wall_s: float = Field(default=defaults.MAX_WALL_S, gt=0)
+    stall_s: float = Field(default=defaults.STALL_S, gt=0)
+    current_date: str = defaults.CURRENT_DATE
     render: bool = True
 
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
 
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.output import jsonl_line
 from sgrgym.runs.folder import open_run_folder
@@ -74,7 +75,7 @@ class CliSettings:
     pack_dir: Path
     task_files: tuple[Path, ...]
     budget: Budget
-    current_date: str = "2026-01-01"
+    current_date: str = defaults.CURRENT_DATE
     site_ops: bool = False
     no_render: bool = False
     poll_s: float = PAPER_POLL_S
