@@ -101,3 +101,26 @@ def test_random_policy_episode(seeker: SeekerEnv) -> None:
         done = terminated or truncated
         steps += 1
     assert steps == 3 and truncated and reward == info["completeness"]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.skipif(
+    not (ROOT / "tasks/seeker/djangodocs/corpus.jsonl").is_file(),
+    reason="the demo corpus is not built (setup/test builds it)",
+)
+def test_make_with_no_argument_is_the_demo_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``gymnasium.make("sgrgym/Seeker-v0")`` and ``sgrgym.seeker.make_env()`` build the same
+    demo environment (one way to build it)."""
+    import sgrgym.seeker
+
+    monkeypatch.chdir(ROOT)
+    env = gymnasium.make(ENV_ID)
+    _, info = env.reset(seed=1)
+    _, _, _, _, step = env.step(["how to upgrade to a newer django version"])
+    direct = sgrgym.seeker.make_env()
+    direct.reset(info["doc_id"], 1)
+    result = direct.step(["how to upgrade to a newer django version"])
+    assert step["per_query"] == result.per_query and step["completeness"] == result.completeness
+    assert direct.store.manifest.corpus == "djangodocs"

@@ -397,3 +397,29 @@ def test_without_renderer_a_miss_gets_the_hosts_archived_404_page(tmp_path: Path
     assert miss.served.body == archived_404.body and miss.served.match == "miss"
     elsewhere = sim.fetch("http://unknown.sgrgym.test/")
     assert elsewhere.served is not None and elsewhere.served.body == PLAIN_404
+
+
+def test_make_env_with_no_argument_is_the_demo_pack(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``sgrgym.sgr.make_env()`` opens the demo pack with appendix C's budgets, as the
+    commands do (``open_world`` also returns the demo tasks, checked against their pins)."""
+    import sgrgym.sgr
+    from sgrgym.core import defaults
+    from sgrgym.sgr.make import open_world
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "snapshots" / "demo" / "warc").is_dir():
+        pytest.skip("the demo pack is not built (setup/test builds it)")
+    monkeypatch.chdir(root)
+    env = sgrgym.sgr.make_env()
+    try:
+        assert env.budget.max_wall_s == defaults.MAX_WALL_S == 6000.0
+        assert env.budget.stall_s == defaults.STALL_S == 3000.0
+        assert env.current_date == defaults.CURRENT_DATE
+        assert len(env.sites) >= 5
+    finally:
+        env.snapshot.close()
+    world = open_world()
+    try:
+        assert len(world.tasks) == 60 and set(world.references) <= {t.task_id for t in world.tasks}
+    finally:
+        world.env.snapshot.close()

@@ -9,19 +9,29 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.core import defaults
 
+if TYPE_CHECKING:
+    from sgrgym.sgr.make import SgrWorld
 
-def _world(args: argparse.Namespace) -> tuple[list[Path], list[Any], Any, Any, Any]:
-    """(task files, tasks, snapshot, site models, renderer) as ``sgr run`` opens them."""
-    from sgrgym.sgr.make import demo_task_files, load_tasks, open_pack, page_renderer
 
-    files = list(args.tasks or demo_task_files())
-    tasks = load_tasks(files)
-    snapshot, models = open_pack(args.pack)
-    return files, tasks, snapshot, models, page_renderer(snapshot, args.no_render)
+def _world(args: argparse.Namespace) -> SgrWorld:
+    """The SGR world as ``sgr run`` opens it, with the episode budget of the options."""
+    from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.make import open_world
+
+    budget = Budget(
+        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
+    )
+    return open_world(
+        args.pack,
+        args.tasks,
+        budget=budget,
+        current_date=args.current_date,
+        render=not args.no_render,
+    )
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -37,18 +47,14 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     )
     from sgrgym.sgr.cli_agents.server import budget_watch, build_server, serve_stdio
     from sgrgym.sgr.cli_agents.tools import tools_sha256
-    from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import SCORES, answered, finish_run, record_episode, run_card
 
-    files, tasks, snapshot, models, renderer = _world(args)
+    world = _world(args)
+    env, files, tasks = world.env, world.files, world.tasks
     task = next((t for t in tasks if t.task_id == args.task), None)
     if task is None:
         known = ", ".join(t.task_id for t in tasks[:30])
         raise UserError(f"--task {args.task!r}: no such task in the task files ({known}, ...)")
-    budget = Budget(
-        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
-    )
-    env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
     if args.print_prompt:
         sys.stdout.write(episode_prompt(env, task, args.site_ops) + "\n")
         return 0
@@ -60,7 +66,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         tools_sha256=tools_sha256(),
         site_ops=args.site_ops,
     )
-    with snapshot, open_run_folder(args.out, card, finals=(SCORES,)) as folder:
+    with env.snapshot, open_run_folder(args.out, card, finals=(SCORES,)) as folder:
         if task.task_id in answered(folder):
             raise UserError(
                 f"{args.out}: episode {task.task_id} is already over (one session per episode); "
@@ -169,7 +175,6 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
     from sgrgym.sgr.cli_agents.profiles import load_profile
     from sgrgym.sgr.cli_agents.runner import CliRunCard, CliSettings, run_cli_tasks
     from sgrgym.sgr.cli_agents.tools import tools_sha256
-    from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.run import run_card
     from sgrgym.sgr.score_table import render_report
 
@@ -182,11 +187,8 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
         if not api_key:
             raise UserError(f"--api-key-env {args.api_key_env}: that variable is empty or unset")
     allow = [parse_host_port(h) for h in args.allow_host] or [_base_url_host(args.base_url)]
-    files, tasks, snapshot, models, renderer = _world(args)
-    budget = Budget(
-        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
-    )
-    env = SgrEnv(snapshot, models, budget, current_date=args.current_date, renderer=renderer)
+    world = _world(args)
+    env, files, tasks = world.env, world.files, world.tasks
     prompts = {t.task_id: episode_prompt(env, t, args.site_ops) for t in tasks}
     egress = None if args.no_egress_sandbox else Egress(allow)
     card = CliRunCard(
@@ -207,21 +209,21 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         model=args.model,
         api_key=api_key,
-        pack_dir=snapshot.pack_dir.resolve(),
+        pack_dir=env.snapshot.pack_dir.resolve(),
         task_files=tuple(p.resolve() for p in files),
-        budget=budget,
+        budget=env.budget,
         current_date=args.current_date,
         site_ops=args.site_ops,
         no_render=args.no_render,
         poll_s=args.poll_s,
         egress=egress,
     )
-    snapshot.close()
+    env.snapshot.close()
     env.close()
     with egress or nullcontext():
         report = run_cli_tasks(
             settings,
-            models,
+            env.sites,
             tasks,
             prompts,
             args.out,

@@ -216,22 +216,17 @@ def cmd_check_store(args: argparse.Namespace) -> int:
 def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = None) -> Any:
     """The SeekerGym env of the command's corpus, store and embedder (``embedder``: another
     one, such as the recorded query vectors of a model agent)."""
-    from sgrgym.core.errors import UserError
-    from sgrgym.seeker.env import SeekerEnv
-    from sgrgym.seeker.pinned import load_pinned_corpus
-    from sgrgym.seeker.store import PassageStore
+    from sgrgym.seeker.make import make_env
 
-    store_dir = args.store or store_path(args.corpus, args.model)
-    corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), store_dir, True)
-    store = PassageStore.open(store_dir)
-    if embedder is None:
-        embedder = _embedder(args.model, args.query_cache)
-    if embedder.model_id != store.manifest.model_id:
-        raise UserError(
-            f"the store holds {store.manifest.model_id} vectors, the embedder is "
-            f"{embedder.model_id}"
-        )
-    return SeekerEnv(corpus, store, embedder.embed, theta, args.steps)
+    return make_env(
+        args.corpus,
+        corpus_file=args.corpus_file,
+        store=args.store,
+        model=args.model,
+        theta=theta,
+        horizon=args.steps,
+        embedder=embedder or _embedder(args.model, args.query_cache),
+    )
 
 
 def _llm_agent(args: argparse.Namespace, render: Any) -> Any:

@@ -15,7 +15,7 @@ from sgrgym.sgr.make import (
     demo_task_files,
     load_tasks,
     open_pack,
-    open_sgr_run,
+    open_world,
     page_renderer,
 )
 
@@ -182,13 +182,17 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
     from sgrgym.sgr.run import run_card, run_tasks
     from sgrgym.sgr.score_table import render_report
 
-    files = args.tasks or demo_task_files()
     budget = Budget(
         max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
     )
-    env, tasks, references = open_sgr_run(
-        args.pack, files, budget, args.current_date, args.no_render
+    world = open_world(
+        args.pack,
+        args.tasks,
+        budget=budget,
+        current_date=args.current_date,
+        render=not args.no_render,
     )
+    env, files, tasks, references = world.env, world.files, world.tasks, world.references
     agent: Any
     if args.agent == LLM_AGENT:
         agent = _llm_agent(args)
@@ -319,7 +323,7 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
         )
         states = walk(model, reference.path)
         answers = {model.url(s) for s in answer_states(reference, states)}
-        nodes = []
+        nodes: list[dict[str, Any]] = []
         for i, state in enumerate(states):
             url = model.url(state)
             _, how = snapshot.lookup(url)
@@ -332,7 +336,7 @@ def cmd_sgr_states(args: argparse.Namespace) -> int:
                     "answer": url in answers,
                 }
             )
-    edges = [
+    edges: list[dict[str, Any]] = [
         {
             "from": i,
             "to": i + 1,

@@ -1,4 +1,5 @@
-"""A Gymnasium wrapper: ``gymnasium.make("sgrgym/Seeker-v0", corpus=..., store=...)``.
+"""A Gymnasium wrapper: ``gymnasium.make("sgrgym/Seeker-v0")`` (the demo corpus, from the
+repository root), or with ``corpus=`` and ``store=`` paths, or ``env=`` a built environment.
 
 - **Observation**: the rendered belief state (text, Unicode kept as it is).
 - **Action**: a sequence of queries (paper section 2.2: "one or more natural language queries"
@@ -22,8 +23,9 @@ from typing import Any
 import gymnasium
 from gymnasium import spaces
 
+from sgrgym.core import defaults
 from sgrgym.seeker.belief import belief_renderer
-from sgrgym.seeker.env import Embed, SeekerEnv, StopRule
+from sgrgym.seeker.env import SeekerEnv, StopRule
 
 ENV_ID = "sgrgym/Seeker-v0"
 MAX_TEXT = 200_000
@@ -61,7 +63,7 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
         env: SeekerEnv | None = None,
         corpus: str | Path | None = None,
         store: str | Path | None = None,
-        embedder: str = "minilm-l6-onnx",
+        embedder: str = defaults.EMBEDDER,
         belief: str = "dedup",
         horizon: int = 10,
         stop_rule: StopRule | None = None,
@@ -114,15 +116,16 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
 def _load_env(
     corpus: str | Path | None, store: str | Path | None, embedder: str, horizon: int
 ) -> SeekerEnv:
-    from sgrgym.seeker.embed import load_embedder
-    from sgrgym.seeker.pinned import load_pinned_corpus
-    from sgrgym.seeker.store import PassageStore
+    """The environment of :func:`sgrgym.seeker.make.make_env`: the demo corpus and its store
+    when neither path is given."""
+    from sgrgym.core.errors import UserError
+    from sgrgym.seeker.make import make_env
 
+    if (corpus is None) != (store is None):
+        raise UserError("pass both corpus= and store= paths, or neither (the demo corpus)")
     if corpus is None or store is None:
-        raise ValueError("pass env=SeekerEnv(...) or corpus= and store= paths")
-    embed: Embed = load_embedder(embedder).embed
-    corpus_data = load_pinned_corpus(Path(corpus), Path(store), need_store=True)
-    return SeekerEnv(corpus_data, PassageStore.open(Path(store)), embed, None, horizon)
+        return make_env(model=embedder, horizon=horizon)
+    return make_env(corpus_file=Path(corpus), store=Path(store), model=embedder, horizon=horizon)
 
 
 def register() -> None:

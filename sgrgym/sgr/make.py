@@ -7,13 +7,25 @@ start-up).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+from sgrgym.core import defaults
+
+if TYPE_CHECKING:
+    from sgrgym.sgr.env import Budget, SgrEnv
+    from sgrgym.sgr.render import SiteRenderer
+    from sgrgym.sgr.sites.model import SiteModel
+    from sgrgym.sgr.sites.reference import Reference
+    from sgrgym.sgr.tasks import ScoringTask
+    from sgrgym.snapshot.replay import Snapshot
 
 
 def load_tasks(
-    files: list[Path], row_keys: dict[str, list[str]] | None = None, strict: bool = False
-) -> list[Any]:
+    files: Sequence[Path], row_keys: dict[str, list[str]] | None = None, strict: bool = False
+) -> list[ScoringTask]:
     """Load task files; those under tasks/sgr/ are first checked against their pins."""
     from sgrgym.sgr.task_pins import check_demo_task_files
     from sgrgym.sgr.tasks import load_tasks as read_task_files
@@ -39,7 +51,8 @@ def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:
     return files
 
 
-def open_pack(spec: str) -> tuple[Any, Any]:
+def open_pack(spec: str) -> tuple[Snapshot, dict[str, SiteModel]]:
+    """The pack ``spec`` (a name under ``snapshots/`` or a folder) and its site models."""
     from sgrgym.core.errors import UserError
     from sgrgym.sgr.sites.model import site_models
     from sgrgym.snapshot.replay import Snapshot
@@ -51,20 +64,40 @@ def open_pack(spec: str) -> tuple[Any, Any]:
     return snapshot, models
 
 
-def page_renderer(snapshot: Any, no_render: bool) -> Any:
+def page_renderer(snapshot: Snapshot, no_render: bool) -> SiteRenderer | None:
+    """The pages' renderer (None: pages served as recorded)."""
     from sgrgym.sgr.render import load_renderer
 
     return None if no_render else load_renderer(snapshot)
 
 
-def open_sgr_run(
-    pack: str, files: list[Path], budget: Any, current_date: str, no_render: bool
-) -> tuple[Any, list[Any], dict[str, Any]]:
-    """(environment, tasks, reference paths by task id) for a run over ``pack``: tasks
-    checked against their pins, references against the pack's site models."""
-    from sgrgym.sgr.env import SgrEnv
-    from sgrgym.sgr.sites.reference import Reference, check_references, reference_of
+@dataclass(frozen=True)
+class SgrWorld:
+    """An opened SGR world: the environment, the task files and their tasks (checked against
+    their pins), and the reference state path of each task that has one (checked against the
+    pack's site models)."""
 
+    env: SgrEnv
+    files: list[Path]
+    tasks: list[ScoringTask]
+    references: dict[str, Reference]
+
+
+def open_world(
+    pack: str = defaults.SGR_PACK,
+    task_files: Sequence[Path] | None = None,
+    *,
+    budget: Budget | None = None,
+    current_date: str = defaults.CURRENT_DATE,
+    render: bool = True,
+) -> SgrWorld:
+    """The SGR world over ``pack`` (a name under ``snapshots/`` or a folder; default the demo
+    pack) and ``task_files`` (default the demo tasks), with the episode ``budget`` (default
+    appendix C's) and the date shown to agents; ``render=False`` serves pages unrendered."""
+    from sgrgym.sgr.env import Budget, SgrEnv
+    from sgrgym.sgr.sites.reference import check_references, reference_of
+
+    files = list(task_files) if task_files else demo_task_files()
     tasks = load_tasks(files)
     snapshot, models = open_pack(pack)
     references: dict[str, Reference] = {}
@@ -73,6 +106,22 @@ def open_sgr_run(
         if reference is not None:
             references[task.task_id] = reference
     check_references(models, references, str(snapshot.pack_dir / "manifest.json"))
-    renderer = page_renderer(snapshot, no_render)
-    env = SgrEnv(snapshot, models, budget, current_date=current_date, renderer=renderer)
-    return env, tasks, references
+    env = SgrEnv(
+        snapshot,
+        models,
+        budget or Budget(),
+        current_date=current_date,
+        renderer=page_renderer(snapshot, not render),
+    )
+    return SgrWorld(env=env, files=files, tasks=tasks, references=references)
+
+
+def make_env(
+    pack: str = defaults.SGR_PACK,
+    *,
+    budget: Budget | None = None,
+    current_date: str = defaults.CURRENT_DATE,
+    render: bool = True,
+) -> SgrEnv:
+    """The SGR environment over ``pack`` (default: the demo pack), as every command builds it."""
+    return open_world(pack, budget=budget, current_date=current_date, render=render).env

@@ -83,22 +83,21 @@ class _Seeker:
 
 
 def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
-    from sgrgym.seeker.calibrate import open_embedder, open_store, prime_passage_vectors
-    from sgrgym.seeker.env import SeekerEnv
+    from sgrgym.seeker.calibrate import open_embedder, prime_passage_vectors
+    from sgrgym.seeker.make import make_env
     from sgrgym.seeker.paths import corpus_path, store_path
-    from sgrgym.seeker.pinned import load_pinned_corpus
 
     cfg = config.seeker
     corpus_file, store_dir = corpus_path(cfg.corpus), store_path(cfg.corpus, cfg.model)
-    corpus = load_pinned_corpus(corpus_file, store_dir, True)
     # A text's vector depends on that text only (each is embedded alone, unpadded), so one
     # cache for every part changes no result, and a resumed run gets the same vectors.
     embedder = open_embedder(cfg.model, query_cache)
-    store = open_store(corpus, store_dir, embedder)
-    prime_passage_vectors(embedder, corpus, store)  # the agents' passage-text queries: cached
-    env = SeekerEnv(corpus, store, embedder.embed, cfg.theta, cfg.steps)
-    docs = cfg.docs or store.documents()
-    unknown = sorted(set(docs) - set(store.documents()))
+    env = make_env(
+        cfg.corpus, model=cfg.model, theta=cfg.theta, horizon=cfg.steps, embedder=embedder
+    )
+    prime_passage_vectors(embedder, env.corpus, env.store)  # passage-text queries: cached
+    docs = cfg.docs or env.store.documents()
+    unknown = sorted(set(docs) - set(env.store.documents()))
     if unknown:
         raise UserError(f"seeker.docs: no such documents in {store_dir}: {unknown[:5]}")
     return _Seeker(env, embedder, corpus_file, store_dir, list(docs), query_cache)
@@ -114,17 +113,19 @@ class _Sgr:
 
 def _open_sgr(config: RunConfig) -> _Sgr:
     from sgrgym.sgr.env import Budget
-    from sgrgym.sgr.make import demo_task_files, open_sgr_run
+    from sgrgym.sgr.make import open_world
     from sgrgym.sgr.registry import AgentSetup
 
     cfg = config.sgr
-    files = list(cfg.tasks) or demo_task_files()
     budget = Budget(
         max_tool_calls=cfg.max_tool_calls, max_wall_s=cfg.max_wall_s, stall_s=cfg.stall_s
     )
-    env, tasks, references = open_sgr_run(cfg.pack, files, budget, cfg.current_date, not cfg.render)
-    setup = AgentSetup(references, tuple(t.task_id for t in tasks), cfg.seed, cfg.random_steps)
-    return _Sgr(env, tasks, files, setup)
+    world = open_world(
+        cfg.pack, cfg.tasks, budget=budget, current_date=cfg.current_date, render=cfg.render
+    )
+    task_ids = tuple(t.task_id for t in world.tasks)
+    setup = AgentSetup(world.references, task_ids, cfg.seed, cfg.random_steps)
+    return _Sgr(world.env, world.tasks, world.files, setup)
 
 
 def _prompt_files() -> dict[str, Path]:
