@@ -49,12 +49,12 @@ def cmd_sgr_score(args: argparse.Namespace) -> int:
 
 def cmd_sgr_tasks(args: argparse.Namespace) -> int:
     from sgrgym.core.table import format_table
-    from sgrgym.sgr.tasks import load_tasks
+    from sgrgym.sgr.tasks import load_tasks as read_task_files
 
     if args.update_pin:
         from sgrgym.sgr.task_pins import write_pins
 
-        load_tasks(demo_task_files())
+        read_task_files(demo_task_files())  # the files must read before they are pinned
         pins = write_pins(demo_task_files())
         progress(f"pinned {len(pins.files)} demo task files in {DEFAULT_TASKS_DIR}/manifest.json")
     tasks = load_tasks(args.tasks, _row_keys(args), strict=args.strict)
