@@ -10,8 +10,8 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
+from sgrgym.core.version import __version__
 
 Handler = Callable[[argparse.Namespace], int]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
+
+from sgrgym.core.io import write_atomic
 
 
 def write_json(text: str, out: Path | None = None) -> None:
@@ -13,21 +13,7 @@ def write_json(text: str, out: Path | None = None) -> None:
     if out is None:
         sys.stdout.write(text + "\n")
         return
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, out)
-
-
-def jsonl_line(record: object) -> str:
-    """One results line: JSON with sorted keys, UTF-8 kept, newline-terminated (stable bytes)."""
-    return json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
-
-
-def append_jsonl(path: Path, record: object) -> None:
-    """Append one results line to ``path`` (runs write a line per finished episode)."""
-    with path.open("a", encoding="utf-8") as f:
-        f.write(jsonl_line(record))
+    write_atomic(out, text + "\n", parents=True)
 
 
 def progress(message: str) -> None:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.version import __version__
 
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from pydantic import BaseModel
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
 from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes, shorten
-from sgrgym.core.output import jsonl_line
+from sgrgym.core.io import TMP_SUFFIX, jsonl_line, write_atomic
 from sgrgym.runs.environment import run_environment
 
 CARD = "run.json"
@@ -67,12 +66,6 @@ def read_log(path: Path, what: str, repair: bool = True) -> list[tuple[int, Any]
     return records
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _differences(found: Any, wanted: Any) -> str:
     if not isinstance(found, dict) or not isinstance(wanted, dict):
         return "the card is not this command's"
@@ -103,7 +96,7 @@ class RunFolder:
         records = self.records(name)
         kept = [r for r in records if wanted(r)]
         if len(kept) != len(records):
-            _write_atomic(path, "".join(jsonl_line(r) for r in kept).encode("utf-8"))
+            write_atomic(path, "".join(jsonl_line(r) for r in kept).encode("utf-8"))
         return kept
 
     def append(self, name: str, record: object) -> None:
@@ -113,7 +106,7 @@ class RunFolder:
 
     def write_final(self, name: str, text: str) -> None:
         """Write a final result (atomically); list it in :meth:`complete`."""
-        _write_atomic(self.path / name, text.encode("utf-8"))
+        write_atomic(self.path / name, text.encode("utf-8"))
 
     def complete(self, names: Sequence[str] | None = None) -> None:
         """Mark the run complete: ``complete.json`` lists the results ``names`` (default: every
@@ -122,10 +115,10 @@ class RunFolder:
             names = [
                 str(p.relative_to(self.path))
                 for p in self.path.rglob("*")
-                if p.is_file() and p.name not in _OWN and not p.name.endswith(".tmp")
+                if p.is_file() and p.name not in _OWN and not p.name.endswith(TMP_SUFFIX)
             ]
         files = {n: sha256_file(self.path / n)[0] for n in sorted(names)}
-        _write_atomic(self.path / COMPLETE, canonical_json({"files": files}).encode("utf-8"))
+        write_atomic(self.path / COMPLETE, canonical_json({"files": files}).encode("utf-8"))
 
 
 def _lock(path: Path) -> IO[bytes]:
@@ -158,7 +151,7 @@ def _check_card(path: Path, card: BaseModel) -> None:
                 f"{path}: holds files but no run card {CARD} ({', '.join(others[:5])}); "
                 "use a new or empty --out folder"
             )
-        _write_atomic(card_path, text.encode("utf-8"))
+        write_atomic(card_path, text.encode("utf-8"))
         return
     found_text = decode_text(read_bytes(card_path, "run card"), card_path, "run card")
     if found_text == text:

@@ -17,7 +17,6 @@ check still runs (a second or so). The build needs the ``seeker`` extra (onnx, s
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -26,6 +25,7 @@ from pathlib import Path
 from sgrgym.core.artifacts import fetch
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.io import write_atomic
 from sgrgym.seeker.embed import (
     DEFAULT_MODELS_DIR,
     EXPORT_COMMAND,
@@ -83,13 +83,6 @@ def build_versions() -> dict[str, str]:
 
 def _pin(data: bytes) -> ModelFile:
     return ModelFile(sha256=sha256_bytes(data), bytes=len(data))
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def _matches(folder: Path, pins: dict[str, ModelFile]) -> bool:
@@ -200,13 +193,11 @@ def build_model(
     entry = _entry(files, packaged.weights, geometry.hidden, geometry.max_seq_length)
     if not write_manifest and (pinned is None or pinned.files != files):
         raise _mismatch(manifest_path, pinned, entry)
-    _write_atomic(target / "model.onnx", model)
-    _write_atomic(target / "tokenizer.json", tokenizer_bytes)
+    write_atomic(target / "model.onnx", model, parents=True)
+    write_atomic(target / "tokenizer.json", tokenizer_bytes, parents=True)
     if write_manifest:
         manifest.models[MINILM_NAME] = entry
-        _write_atomic(
-            manifest_path, canonical_json(manifest.model_dump(mode="json")).encode("utf-8")
-        )
+        write_atomic(manifest_path, canonical_json(manifest.model_dump(mode="json")), parents=True)
         say(f"  pinned in {manifest_path}")
     else:
         say(f"  model.onnx sha256 {files['model.onnx'].sha256[:16]}… matches its pin")

@@ -77,13 +77,13 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from sgrgym import __version__
 from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import read_bytes
-from sgrgym.core.output import jsonl_line
+from sgrgym.core.io import jsonl_line, write_atomic
 from sgrgym.core.table import format_table
+from sgrgym.core.version import __version__
 from sgrgym.llm.settings import LLMOptions as ChatOptions
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent, make_agent
@@ -944,9 +944,7 @@ def _record(model: BaseModel) -> object:
 
 
 def _write_lines(path: Path, records: Sequence[object]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(jsonl_line(r) for r in records), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(jsonl_line(r) for r in records))
 
 
 def _number(value: float) -> float | str:
@@ -973,15 +971,11 @@ def write_outputs(
     ``partitions.jsonl`` and ``episodes.jsonl`` (stopping traces). Returns the folder."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pool_file = out_dir / "pool.jsonl"
-    tmp = pool_file.with_name("pool.jsonl.tmp")
-    tmp.write_bytes(pool.to_bytes())
-    tmp.replace(pool_file)
+    write_atomic(pool_file, pool.to_bytes())
     report = calibration.report
     folder = out_dir / report.estimator
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / "report.json.tmp"
-    tmp.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(folder / "report.json")
+    write_atomic(folder / "report.json", report.model_dump_json(indent=2) + "\n")
     scores = [
         None if h is None else abs(c - h)
         for c, h in zip(calibration.c, calibration.c_hat, strict=True)

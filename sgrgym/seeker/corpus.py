@@ -26,7 +26,6 @@ in/out link thresholds; :meth:`CorpusFilter.ml_surveys` gives B.1.2's survey fil
 from __future__ import annotations
 
 import json
-import os
 import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -40,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, shorten
+from sgrgym.core.io import write_atomic
 from sgrgym.core.table import format_table
 
 CORPUS_FORMAT = "sgrgym-seeker-corpus"
@@ -1069,10 +1069,7 @@ def corpus_sha256(corpus: Corpus) -> str:
 def save_corpus(corpus: Corpus, path: Path) -> str:
     """Write ``corpus`` to ``path`` atomically (deterministic bytes); returns their sha256."""
     data = corpus_bytes(corpus)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    write_atomic(path, data, parents=True)
     return sha256_bytes(data)
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
-from sgrgym import __version__
+from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.seeker.agents import SeekerAgent

@@ -15,7 +15,6 @@ LanceDB is the store, not the per-step search: an episode loads its document's m
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.inputs import read_bytes, shorten
+from sgrgym.core.io import write_atomic
 from sgrgym.seeker.retrieval import Matrix
 
 TABLE = "passages"
@@ -131,9 +131,7 @@ def build_store(
         rows=len(rows),
         vectors_sha256=_content_sha256(_sorted_rows(db.open_table(TABLE))),
     )
-    tmp = out_dir / (MANIFEST + ".tmp")
-    tmp.write_text(canonical_json(manifest.model_dump(mode="json")), encoding="utf-8")
-    os.replace(tmp, out_dir / MANIFEST)
+    write_atomic(out_dir / MANIFEST, canonical_json(manifest.model_dump(mode="json")))
     return manifest
 
 

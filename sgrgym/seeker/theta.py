@@ -40,6 +40,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.io import write_atomic
 from sgrgym.seeker.agents import make_agent, noun_phrases
 from sgrgym.seeker.belief import belief_renderer
 from sgrgym.seeker.corpus import Corpus
@@ -328,10 +329,7 @@ def evidence_bytes(evidence: ThetaEvidence) -> bytes:
 def write_evidence(evidence: ThetaEvidence, path: Path) -> str:
     """Write the evidence file (canonical JSON); returns its sha256."""
     data = evidence_bytes(evidence)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data, parents=True)
     return sha256_bytes(data)
 
 
@@ -350,7 +348,5 @@ def pin_theta(store_dir: Path, evidence: ThetaEvidence) -> ThetaSelection:
     )
     manifest["theta"] = evidence.chosen
     manifest["theta_selection"] = selection.model_dump(mode="json")
-    tmp = manifest_path.with_name(MANIFEST + ".tmp")
-    tmp.write_text(canonical_json(manifest), encoding="utf-8")
-    tmp.replace(manifest_path)
+    write_atomic(manifest_path, canonical_json(manifest))
     return selection

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.version import __version__
 from sgrgym.sgr.sites.app import SITES, SiteApp, load_site
 from sgrgym.sgr.sites.build import site_info
 from sgrgym.snapshot.replay import Snapshot

@@ -33,8 +33,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from sgrgym import __version__
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.inputs import read_bytes, read_text
+from sgrgym.core.io import write_atomic
 
 DEMO_TASKS_DIR = Path("tasks/sgr")
 PINS = "manifest.json"
@@ -76,7 +77,5 @@ def write_pins(files: Iterable[Path], root: Path = DEMO_TASKS_DIR) -> TaskPins:
         pinned[name] = sha256_bytes(read_bytes(path, "task file"))
     pins = TaskPins(files=dict(sorted(pinned.items())))
     target = root / PINS
-    tmp = target.with_name(PINS + ".tmp")
-    tmp.write_text(canonical_json(pins.model_dump()), encoding="utf-8")
-    tmp.replace(target)
+    write_atomic(target, canonical_json(pins.model_dump()))
     return pins

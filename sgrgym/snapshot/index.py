@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import CACHE_DIR, Manifest, pack_file
 from sgrgym.snapshot.text import TEXT_MIMES, body_to_text, html_title
 from sgrgym.snapshot.urls import archived_url, body_key, index_key

@@ -7,7 +7,6 @@ their sources and licences. A pack is pinned by the sha256 of its ``manifest.jso
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -17,9 +16,10 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.core.io import write_atomic
+from sgrgym.core.version import __version__
 from sgrgym.snapshot.urls import RULES_VERSION, CanonRules
 from sgrgym.snapshot.warc import MAX_RECORD_BYTES, scan_warc
 
@@ -208,9 +208,7 @@ def write_manifest(pack_dir: Path, manifest: Manifest) -> str:
     if not fields["skipped"]:
         del fields["skipped"]  # manifests without skipped records keep their bytes (and pins)
     data = canonical_json(fields).encode("utf-8")
-    tmp = pack_dir / (MANIFEST + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, pack_dir / MANIFEST)
+    write_atomic(pack_dir / MANIFEST, data)
     return sha256_bytes(data)
 
 

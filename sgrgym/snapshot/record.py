@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.netguard import is_loopback, loopback_only
+from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import (
     MANIFEST,
     PACK_NAME,

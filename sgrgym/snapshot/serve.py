@@ -35,8 +35,8 @@ import threading
 from collections.abc import Callable
 from urllib.parse import unquote
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
+from sgrgym.core.version import __version__
 from sgrgym.snapshot.replay import Response, Snapshot
 from sgrgym.snapshot.urls import BadUrl, check_url, clip
 

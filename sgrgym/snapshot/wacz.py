@@ -34,9 +34,9 @@ from typing import IO, Any, BinaryIO
 from pydantic import ValidationError
 from surt import surt as surt_key
 
-from sgrgym import __version__
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import (
     MANIFEST,
     PACK_NAME,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.io import TMP_SUFFIX
 from sgrgym.runs.folder import COMPLETE, LOCK
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def pinned_files(out: Path) -> tuple[dict[str, str], dict[str, str]]:
     volatile: dict[str, str] = {}
     for path in sorted(out.rglob("*")):
         rel = path.relative_to(out).as_posix()
-        if not path.is_file() or path.name == LOCK or path.name.endswith(".tmp"):
+        if not path.is_file() or path.name == LOCK or path.name.endswith(TMP_SUFFIX):
             continue
         if rel == COMPLETE:
             continue

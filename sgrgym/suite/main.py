@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.io import write_atomic
 from sgrgym.core.output import progress
 from sgrgym.runs.environment import file_hashes
 from sgrgym.runs.folder import COMPLETE, open_run_folder
@@ -393,9 +394,7 @@ def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None
             "are written first"
         )
     target.mkdir(parents=True, exist_ok=True)
-    tmp = marker.with_name(REPLAY_JSON + ".tmp")
-    tmp.write_text(canonical_json(status.model_dump(mode="json")), encoding="utf-8")
-    tmp.replace(marker)
+    write_atomic(marker, canonical_json(status.model_dump(mode="json")))
 
 
 def run_all(

@@ -19,6 +19,7 @@ from typing import Any
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json
 from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes
+from sgrgym.core.io import write_atomic
 from sgrgym.core.table import format_table
 from sgrgym.runs.folder import read_log
 from sgrgym.suite.config import RunConfig
@@ -248,9 +249,7 @@ def write_results(out: Path, config: RunConfig) -> None:
     folder = out / "results"
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in compute(out, config).items():
-        tmp = folder / (name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(folder / name)
+        write_atomic(folder / name, text)
 
 
 def baseline_entry(out: Path) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from typing import IO
 
 from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
-from sgrgym.core.output import jsonl_line
+from sgrgym.core.io import jsonl_line
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.sgr.env import Budget, Episode
 from sgrgym.sgr.run import SCORES, RunCard, answered, finish_run, record_episode

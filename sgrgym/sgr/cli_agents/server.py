@@ -17,7 +17,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
-from sgrgym import __version__
+from sgrgym.core.version import __version__
 from sgrgym.sgr.env import SgrEnv
 
 from .episode import LiveEpisode

@@ -7,6 +7,7 @@ gives the same bytes. Each function takes plain data and writes one file.
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,8 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+
+from sgrgym.core.io import write_atomic
 
 SALT = "sgrgym-report"
 STYLE: Any = {  # (Any: matplotlib types rc keys as literals)
@@ -32,12 +35,10 @@ BAND = 0.3  # SeekerGym figures 4a and 8: shaded bands of ± 0.3 std across epis
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
-        fig.savefig(f, format="svg", metadata={"Date": None}, bbox_inches="tight")
+    svg = io.BytesIO()
+    fig.savefig(svg, format="svg", metadata={"Date": None}, bbox_inches="tight")
     plt.close(fig)
-    tmp.replace(path)
+    write_atomic(path, svg.getvalue(), parents=True)
     return path
 
 
