@@ -21,8 +21,8 @@ import copy
 import hashlib
 import random
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Generator, Sequence
+from contextlib import closing
 from pathlib import Path
 from statistics import mean
 from typing import Any, Protocol, runtime_checkable
@@ -33,6 +33,7 @@ from pydantic import BaseModel
 from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
 from sgrgym.runs.folder import open_run_folder
+from sgrgym.runs.parallel import ordered_map
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
@@ -210,14 +211,10 @@ def seeker_run_card(
 
 def _episodes(
     env: SeekerEnv, agent: SeekerAgent, render: Renderer, todo: list[tuple[int, str]], jobs: int
-) -> Iterator[dict[str, Any]]:
-    """The episodes of ``todo`` in order; with ``jobs`` > 1 run by that many threads, each on
-    its own shallow copy of ``env`` (the corpus, store, embedder and stop rule are shared and
-    thread-safe; only the episode state is per copy)."""
-    if jobs <= 1:
-        for seed, doc_id in todo:
-            yield run_episode(env, agent, render, doc_id, seed)
-        return
+) -> Generator[dict[str, Any], None, None]:
+    """The episodes of ``todo`` in order, run by ``jobs`` threads, each on its own shallow copy
+    of ``env`` (the corpus, store, embedder and stop rule are shared and thread-safe; only the
+    episode state is per copy)."""
     local = threading.local()
 
     def one(item: tuple[int, str]) -> dict[str, Any]:
@@ -225,11 +222,7 @@ def _episodes(
             local.env = copy.copy(env)
         return run_episode(local.env, agent, render, item[1], item[0])
 
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="episode")
-    try:
-        yield from pool.map(one, todo)
-    finally:  # after an error, the episodes not yet started are never started
-        pool.shutdown(wait=True, cancel_futures=True)
+    return ordered_map(one, todo, jobs)
 
 
 def run_seeker(
@@ -254,12 +247,13 @@ def run_seeker(
         episodes = folder.records(EPISODES)
         done = {(e["seed"], e["doc_id"]) for e in episodes if isinstance(e, dict)}
         todo = [(s, d) for s in range(seeds) for d in doc_ids if (s, d) not in done]
-        for episode in _episodes(env, agent, render, todo, jobs):
-            folder.append(EPISODES, episode)
-            episodes.append(episode)
-            if progress:
-                doc_id, final = episode["doc_id"], episode["final_completeness"]
-                progress(len(episodes), total, f"{doc_id} c={final:.2f}")
+        with closing(_episodes(env, agent, render, todo, jobs)) as episodes_run:
+            for episode in episodes_run:
+                folder.append(EPISODES, episode)
+                episodes.append(episode)
+                if progress:
+                    doc_id, final = episode["doc_id"], episode["final_completeness"]
+                    progress(len(episodes), total, f"{doc_id} c={final:.2f}")
         summary = summarize(
             episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
         ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})

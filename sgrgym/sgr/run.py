@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -36,6 +36,7 @@ from pydantic import BaseModel
 from sgrgym.core.hashing import sha256_file
 from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
+from sgrgym.runs.parallel import ordered_map
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, Episode, Observation, SgrEnv
@@ -200,20 +201,11 @@ def run_tasks(
                 envs.put(own)
 
         try:
-            with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-                futures = [(n, t, pool.submit(job, t)) for n, t in pending]
-                try:
-                    for number, task, future in futures:
-                        episode, extra = future.result()
-                        score = record_episode(folder, task, env.sites, episode, extra)
-                        if progress:
-                            progress(
-                                number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}"
-                            )
-                except BaseException:
-                    for _, _, future in futures:
-                        future.cancel()
-                    raise
+            with closing(ordered_map(job, [t for _, t in pending], jobs)) as results:
+                for (number, task), (episode, extra) in zip(pending, results, strict=True):
+                    score = record_episode(folder, task, env.sites, episode, extra)
+                    if progress:
+                        progress(number, len(tasks), f"{task.task_id} item_f1={score.item_f1:.2f}")
         finally:
             for twin in twins:
                 twin.close()

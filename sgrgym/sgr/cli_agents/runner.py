@@ -26,7 +26,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO
@@ -35,6 +35,7 @@ from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.io import jsonl_line
 from sgrgym.runs.folder import open_run_folder
+from sgrgym.runs.parallel import ordered_map
 from sgrgym.sgr.env import Budget, Episode
 from sgrgym.sgr.run import SCORES, RunCard, answered, finish_run, record_episode
 from sgrgym.sgr.score import ScoreReport
@@ -337,22 +338,13 @@ def run_cli_tasks(
     with open_run_folder(out_dir, card, finals=(SCORES,)) as folder:
         done = answered(folder)
         pending = [t for t in tasks if t.task_id not in done]
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures: list[tuple[ScoringTask, Future[Session]]] = [
-                (
-                    t,
-                    pool.submit(
-                        run_session,
-                        settings,
-                        t,
-                        prompts[t.task_id],
-                        out_dir / "episodes" / t.task_id,
-                    ),
-                )
-                for t in pending
-            ]
-            for number, (task, future) in enumerate(futures, start=1):
-                session = future.result()
+
+        def one(task: ScoringTask) -> Session:
+            folder_of = out_dir / "episodes" / task.task_id
+            return run_session(settings, task, prompts[task.task_id], folder_of)
+
+        with closing(ordered_map(one, pending, jobs, name="cli-session")) as sessions:
+            for number, (task, session) in enumerate(zip(pending, sessions, strict=True), 1):
                 score = record_episode(folder, task, sites, session.episode, session.extra)
                 if progress:
                     progress(number, len(pending), f"{task.task_id} item_f1={score.item_f1:.2f}")
