@@ -161,14 +161,12 @@ LLM_AGENT = "llm"  # a chat model calling the tools (sgrgym.sgr.llm_agent); cli:
 
 
 def _agent_name(text: str) -> str:
-    from sgrgym.sgr.registry import agent_names
+    from sgrgym.sgr.registry import AGENTS
 
-    names = [*agent_names(), LLM_AGENT]
-    if text in names or (text.startswith("cli:") and text[4:]):
+    if text in AGENTS or text == LLM_AGENT or (text.startswith("cli:") and text[4:]):
         return text
-    raise argparse.ArgumentTypeError(
-        f"{text!r}: choose {', '.join(names)} or cli:NAME (an agent CLI profile)"
-    )
+    unknown = AGENTS.unknown(text, extra=(LLM_AGENT, "cli:NAME (an agent CLI profile)"))
+    raise argparse.ArgumentTypeError(str(unknown))
 
 
 def cmd_sgr_run(args: argparse.Namespace) -> int:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.registry import Registry
 from sgrgym.seeker.env import EpisodeState
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
@@ -107,7 +109,19 @@ class OracleTextAgent:
         return [p.text for p in state.document.passages]
 
 
-AGENTS = ("sentences", "phrases", "oracle-text")
+AgentFactory = Callable[[int | None], SeekerAgent]  # queries a step (None: the agent's own)
+AGENTS: Registry[AgentFactory] = Registry("SeekerGym agent")
+AGENTS.register(
+    "sentences",
+    lambda n: SentencesAgent() if n is None else SentencesAgent(n),
+    "the abstract's sentences, in order",
+)
+AGENTS.register(
+    "phrases",
+    lambda n: PhrasesAgent() if n is None else PhrasesAgent(n),
+    "the abstract's noun phrases, in order",
+)
+AGENTS.register("oracle-text", lambda n: OracleTextAgent(), "every passage's own text at once")
 
 
 def make_agent(name: str, per_step: int | None = None) -> SeekerAgent:
@@ -115,10 +129,4 @@ def make_agent(name: str, per_step: int | None = None) -> SeekerAgent:
     the paper lets an agent issue one or more queries a step and gives no number)."""
     if per_step is not None and per_step < 1:
         raise UserError(f"queries per step must be at least 1, got {per_step}")
-    if name == "sentences":
-        return SentencesAgent() if per_step is None else SentencesAgent(per_step)
-    if name == "phrases":
-        return PhrasesAgent() if per_step is None else PhrasesAgent(per_step)
-    if name == "oracle-text":
-        return OracleTextAgent()
-    raise UserError(f"no SeekerGym agent {name!r}; agents: {', '.join(sorted(AGENTS))}")
+    return AGENTS.get(name)(per_step)

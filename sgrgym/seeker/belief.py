@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.registry import Registry
 from sgrgym.seeker.env import EpisodeState
 
 Renderer = Callable[[EpisodeState], str]
@@ -67,20 +67,17 @@ def oracle_belief(state: EpisodeState) -> str:
     return "\n".join(lines) + "\n"
 
 
-BELIEFS: dict[str, Renderer] = {
-    "trajectory": trajectory_belief,
-    "dedup": dedup_belief,
-    "dedup-hidden-ids": dedup_belief_hidden_ids,
-    "oracle": oracle_belief,
-}
+BELIEFS: Registry[Renderer] = Registry("belief")
+BELIEFS.register("trajectory", trajectory_belief, "every step's queries and hits (3.1)")
+BELIEFS.register("dedup", dedup_belief, "the retrieved passages, once each (3.1)")
+BELIEFS.register("dedup-hidden-ids", dedup_belief_hidden_ids, "dedup without passage ids")
+BELIEFS.register("oracle", oracle_belief, "the document's outline with the gaps marked (3.1)")
 
 
-def register_belief(name: str, renderer: Renderer) -> None:
+def register_belief(name: str, renderer: Renderer, help_text: str = "") -> None:
     """Add a belief renderer under ``name`` (usable as ``--belief name``)."""
-    BELIEFS[name] = renderer
+    BELIEFS.register(name, renderer, help_text)
 
 
 def belief_renderer(name: str) -> Renderer:
-    if name not in BELIEFS:
-        raise UserError(f"no belief {name!r}; beliefs: {', '.join(sorted(BELIEFS))}")
-    return BELIEFS[name]
+    return BELIEFS.get(name)

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.registry import Registry
 from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
@@ -469,25 +470,32 @@ class LLMEstimator:
 # --------------------------------------------------------------------------------------------
 # Registry and cache
 
-OFFLINE_ESTIMATORS = ("constant", "abstract-coverage", "visible-count")
+
+def _abstract_coverage(embedder: Embedder | None) -> CompletenessEstimator:
+    if embedder is None:
+        raise UserError("abstract-coverage needs the pinned embedder")
+    return AbstractCoverageEstimator(embedder)
+
+
+EstimatorFactory = Callable[["Embedder | None"], CompletenessEstimator]
+ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator")
+ESTIMATORS.register("constant", lambda _: ConstantEstimator(), "the calibration split's mean c")
+ESTIMATORS.register("abstract-coverage", _abstract_coverage, "cosines of the abstract")
+ESTIMATORS.register("visible-count", lambda _: VisibleCountEstimator(), "k / (k + half)")
+OFFLINE_ESTIMATORS = tuple(ESTIMATORS.names())
+LLM_ESTIMATOR = "llm"  # served by the LLM layer (LLMEstimator over a recorded chat client)
 
 
 def make_estimator(name: str, embedder: Embedder | None = None) -> CompletenessEstimator:
     """An offline estimator by name (``abstract-coverage`` needs ``embedder``)."""
-    if name == "constant":
-        return ConstantEstimator()
-    if name == "visible-count":
-        return VisibleCountEstimator()
-    if name == "abstract-coverage":
-        if embedder is None:
-            raise UserError("abstract-coverage needs the pinned embedder")
-        return AbstractCoverageEstimator(embedder)
-    if name == "llm":
+    if name == LLM_ESTIMATOR and name not in ESTIMATORS:
         raise UserError(
             "the llm estimator needs a chat model from the LLM layer: pass --llm-model, "
             "--base-url and --llm-cache (in Python: LLMEstimator(ChatClient(...)))"
         )
-    raise UserError(f"no estimator {name!r}; estimators: {', '.join(OFFLINE_ESTIMATORS)}, llm")
+    if name not in ESTIMATORS:
+        raise ESTIMATORS.unknown(name, extra=(LLM_ESTIMATOR,))
+    return ESTIMATORS.get(name)(embedder)
 
 
 class _CachedEstimate(BaseModel):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.registry import Registry
 
 if TYPE_CHECKING:  # the agents are imported when built, so ``--help`` stays fast
     from sgrgym.sgr.agents import Agent
@@ -62,31 +63,28 @@ def _search_only(setup: AgentSetup) -> Agent:
     return SearchOnlyAgent()
 
 
-_AGENTS: dict[str, tuple[Factory, str]] = {
-    "oracle": (_oracle, "follows the reference path"),
-    "default": (_default, "start page only"),
-    "random": (_random, "random links"),
-    "explore": (_explore, "seeded random operations on every kind of control"),
-    "search-only": (_search_only, "copies the best table among the top search hits"),
-}
+AGENTS: Registry[Factory] = Registry("SGR agent")
+AGENTS.register("oracle", _oracle, "follows the reference path")
+AGENTS.register("default", _default, "start page only")
+AGENTS.register("random", _random, "random links")
+AGENTS.register("explore", _explore, "seeded random operations on every kind of control")
+AGENTS.register("search-only", _search_only, "copies the best table among the top search hits")
 
 
 def register_agent(name: str, factory: Factory, help_text: str = "") -> None:
     """Make ``name`` available to ``sgr run --agent`` and ``sgrgym run --agent``."""
-    _AGENTS[name] = (factory, help_text)
+    AGENTS.register(name, factory, help_text)
 
 
 def agent_names() -> list[str]:
-    return sorted(_AGENTS)
+    return AGENTS.names()
 
 
 def agent_help() -> str:
     """One ``name (what it does)`` clause per agent, for ``--help``."""
-    return ", ".join(f"{name} ({_AGENTS[name][1]})" for name in agent_names())
+    return AGENTS.help()
 
 
 def make_agent(name: str, setup: AgentSetup) -> Agent:
     """The agent ``name`` built for ``setup``; an unknown name is a UserError listing them."""
-    if name not in _AGENTS:
-        raise UserError(f"no SGR agent {name!r}; agents: {', '.join(agent_names())}")
-    return _AGENTS[name][0](setup)
+    return AGENTS.get(name)(setup)

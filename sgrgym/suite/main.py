@@ -197,7 +197,7 @@ def _check_names(config: RunConfig) -> None:
     """Every agent, belief and estimator named in the config exists (before anything runs)."""
     from sgrgym.seeker.agents import make_agent as seeker_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.sgr.registry import agent_names
+    from sgrgym.sgr.registry import AGENTS
 
     for key, names in (
         ("seeker.agents", config.seeker.agents),
@@ -213,11 +213,9 @@ def _check_names(config: RunConfig) -> None:
                 check(name)
             except UserError as exc:
                 raise UserError(f"{key}: {exc}") from None
-    unknown = [a for a in config.sgr.agents if a not in agent_names()]
+    unknown = [a for a in config.sgr.agents if a not in AGENTS]
     if unknown:
-        raise UserError(
-            f"sgr.agents: no SGR agent {unknown[0]!r}; agents: {', '.join(agent_names())}"
-        )
+        raise UserError(f"sgr.agents: {AGENTS.unknown(unknown[0])}")
 
 
 def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:

@@ -24,6 +24,7 @@ from typing import ClassVar, TypeVar, cast
 from urllib.parse import urlsplit
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.registry import Registry
 from sgrgym.sgr.sites.model import (
     Control,
     NotFound,
@@ -62,7 +63,9 @@ DISTRACTOR_SITES: dict[str, str] = {
     "atlas-trivia": "sgrgym.sgr.sites.distractors:atlas_trivia",
     "study-forum": "sgrgym.sgr.sites.distractors:study_forum",
 }
-SITES: dict[str, str] = {**TASK_SITES, **DISTRACTOR_SITES}
+SITES: Registry[str] = Registry("replica site")  # name -> ``module`` or ``module:factory``
+for _name, _spec in {**TASK_SITES, **DISTRACTOR_SITES}.items():
+    SITES.register(_name, _spec, "task site" if _name in TASK_SITES else "distractor site")
 HTML = "text/html; charset=utf-8"
 CSV = "text/csv; charset=utf-8"
 PDF = "application/pdf"
@@ -310,10 +313,7 @@ def package_source(package: str) -> str:
 
 def load_site(name: str) -> SiteApp:
     """The replica site ``name`` with its data loaded (clear error if a package is missing)."""
-    spec = SITES.get(name)
-    if spec is None:
-        raise UserError(f"no replica site {name!r}; sites: {', '.join(sorted(SITES))}")
-    module_name, _, factory = spec.partition(":")
+    module_name, _, factory = SITES.get(name).partition(":")
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
