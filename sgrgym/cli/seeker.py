@@ -304,8 +304,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         if llm is not None:
             if args.out.is_dir():
-                llm.meter.write_log(args.out)  # the mode and cache hits: the log, not a result
-            llm.meter.client.close()
+                llm.write_log(args.out)  # the mode and cache hits: the log, not a result
+            llm.close()
         if recorded is not None:
             recorded.close()
     if args.json:

@@ -166,6 +166,14 @@ class LLMSeekerAgent:
         self._lock = threading.Lock()
         self._episodes: dict[tuple[str, int], _Episode] = {}
 
+    def write_log(self, out_dir: Path) -> None:
+        """The call log (mode, cache hits, network attempts) beside the run's results."""
+        self.meter.write_log(out_dir)
+
+    def close(self) -> None:
+        """Close the chat client (and its recorded cache)."""
+        self.meter.client.close()
+
     def card(self) -> dict[str, Any]:
         """The run card's ``llm`` part: model, sampling, seed rule, prompt and price sha256."""
         client = self.meter.client

@@ -43,6 +43,20 @@ class Budget(BaseModel):
     stall_s: float = Field(default=defaults.STALL_S, gt=0)
     max_tool_calls: int | None = Field(default=None, ge=1)
 
+    def spent(self, started: float, last_progress: float, now: float) -> BudgetExceeded | None:
+        """The wall or stall budget spent at ``now`` (monotonic seconds), if one is: the one
+        budget check of an episode, whoever watches it (the in-process watchdog, the MCP
+        server, the agent CLI runner)."""
+        if now - started >= self.max_wall_s:
+            return BudgetExceeded("wall", f"budget: over {self.max_wall_s:g} s of wall time")
+        if now - last_progress >= self.stall_s:
+            return BudgetExceeded("stall", f"budget: no progress for {self.stall_s:g} s")
+        return None
+
+    def due_in(self, started: float, last_progress: float, now: float) -> float:
+        """Seconds until the wall or stall budget could be spent (the next check)."""
+        return max(0.0, min(started + self.max_wall_s - now, last_progress + self.stall_s - now))
+
 
 class Observation(BaseModel):
     """What the agent is told: the prompt, and its parts (no start URL)."""
@@ -193,6 +207,16 @@ class SgrEnv:
     @property
     def stopped(self) -> BudgetExceeded | None:
         return self._stopped
+
+    def check_budget(self) -> float | None:
+        """Stop the episode if its wall or stall budget is spent (None), else the seconds until
+        it could be (when to check again)."""
+        now = time.monotonic()
+        spent = self.budget.spent(self.started, self.last_progress, now)
+        if spent is not None:
+            self.stop(spent.reason, str(spent))
+            return None
+        return self.budget.due_in(self.started, self.last_progress, now)
 
     def claim(self) -> None:
         """Bind the episode to the calling (agent) thread: once the episode ends, that

@@ -19,7 +19,6 @@ is not recorded (a rerun resumes there).
 from __future__ import annotations
 
 import threading
-import time
 
 from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import Agent
@@ -46,21 +45,13 @@ def run_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
 
     worker = threading.Thread(target=work, name=f"sgr-agent-{obs.task_id}", daemon=True)
     worker.start()
-    budget = env.budget
     overrun = False
     while not done.is_set():
-        now = time.monotonic()
-        wall_left = env.started + budget.max_wall_s - now
-        stall_left = env.last_progress + budget.stall_s - now
-        if wall_left <= 0:
-            env.stop("wall", f"budget: over {budget.max_wall_s:g} s of wall time")
+        due = env.check_budget()
+        if due is None:
             overrun = True
             break
-        if stall_left <= 0:
-            env.stop("stall", f"budget: no progress for {budget.stall_s:g} s")
-            overrun = True
-            break
-        done.wait(min(wall_left, stall_left))
+        done.wait(due)
     if overrun:
         stopped = env.stopped
         reason = stopped.reason if stopped else "wall"

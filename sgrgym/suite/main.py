@@ -293,8 +293,8 @@ def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress
                 run_seeker(env, agent, render, belief, seeker.docs, config.seeker.seeds, part, bar)
             finally:
                 if part.is_dir():
-                    agent.meter.write_log(part)  # the mode and cache hits: a log, not a result
-                agent.meter.client.close()
+                    agent.write_log(part)  # the mode and cache hits: a log, not a result
+                agent.close()
     finally:
         recorded.close()
 

@@ -298,12 +298,10 @@ def _watch(
         if log.stopped is not None:  # the episode refused a call: e.g. over --max-tool-calls
             _stop(proc)
             return seen, f"budget: {log.stopped}"
-        if now - started >= budget.max_wall_s:
+        spent = budget.spent(started, last_progress, now)
+        if spent is not None:
             _stop(proc)
-            return seen, "budget: wall"
-        if now - last_progress >= budget.stall_s:
-            _stop(proc)
-            return seen, "budget: stall"
+            return seen, f"budget: {spent.reason}"
 
 
 def _keep_session_logs(

@@ -10,7 +10,6 @@ once one is spent every tool call is refused (the CLI runner stops the agent its
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import mcp_types as types
@@ -64,18 +63,11 @@ def budget_watch(env: SgrEnv, done: threading.Event) -> threading.Thread:
     """A thread that stops ``env``'s episode when its wall or stall budget is spent."""
 
     def watch() -> None:
-        budget = env.budget
         while not done.is_set():
-            now = time.monotonic()
-            wall_left = env.started + budget.max_wall_s - now
-            stall_left = env.last_progress + budget.stall_s - now
-            if wall_left <= 0:
-                env.stop("wall", f"budget: over {budget.max_wall_s:g} s of wall time")
+            due = env.check_budget()
+            if due is None:
                 return
-            if stall_left <= 0:
-                env.stop("stall", f"budget: no progress for {budget.stall_s:g} s")
-                return
-            done.wait(min(wall_left, stall_left, 1.0))
+            done.wait(min(due, 1.0))
 
     thread = threading.Thread(target=watch, name="sgr-mcp-budget", daemon=True)
     thread.start()
