@@ -21,13 +21,13 @@ from sgrgym.sgr.agents import (
     RandomAgent,
     answer_from,
 )
-from sgrgym.sgr.baselines import SearchOnlyAgent
 from sgrgym.sgr.diagnostics import CATEGORIES, Diagnostics, diagnose
 from sgrgym.sgr.env import SgrEnv
 from sgrgym.sgr.make import demo_task_files
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
 from sgrgym.sgr.score import ScoreReport, score_answer
+from sgrgym.sgr.search_only import SearchOnlyAgent
 from sgrgym.sgr.sites.app import SITES, load_site
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.sites.elements import database_path

@@ -58,7 +58,7 @@ def _explore(setup: AgentSetup) -> Agent:
 
 
 def _search_only(setup: AgentSetup) -> Agent:
-    from sgrgym.sgr.baselines import SearchOnlyAgent
+    from sgrgym.sgr.search_only import SearchOnlyAgent
 
     return SearchOnlyAgent()
 

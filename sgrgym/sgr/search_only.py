@@ -1,4 +1,4 @@
-"""Baseline agents that the paper does not have: the ``search-only`` shortcut probe.
+"""A probe agent the paper does not have: ``search-only``, the shortcut probe.
 
 ``search-only`` measures how much of a task set can be answered without any state operation
 (the shortcut resistance of SGR-Bench section 3.2.2): it searches with the task's instruction,
