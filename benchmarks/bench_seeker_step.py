@@ -3,7 +3,9 @@
 Measures ``SeekerEnv.step([query])`` p50/p95 (a) embedding each query with the pinned ONNX
 model and (b) with the query vectors already in the persistent query cache, and (c) the
 retrieval itself: numpy on the document's cached matrix vs a LanceDB filtered vector search
-per step, over the same queries (ratio LanceDB / numpy). Goals: (a) ≤ 5 ms, (b) ≤ 0.2 ms.
+per step, over the same queries (ratio LanceDB / numpy), and (d) the price of exact, processor-
+independent decisions: sgrgym's retrieval (float64 product, exact recomputation near θ) against
+the raw float32 numpy product and threshold (ratio). Goals: (a) ≤ 5 ms, (b) ≤ 0.2 ms.
 Needs the demo corpus (``sgrgym seeker build-corpus``) and the exported model.
 Usage: ``python benchmarks/bench_seeker_step.py [--queries 300] [--json FILE]``
 """
@@ -17,6 +19,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import numpy as np
 
 from sgrgym.seeker.agents import noun_phrases
 from sgrgym.seeker.corpus import load_corpus
@@ -68,12 +72,17 @@ def main() -> int:
                 times.append(time.perf_counter() - start)
             result[f"step_{label}"] = percentiles(times)
         vectors = cached.embed([q for _, q in work])
-    numpy_times, lance_times, agree = [], [], 0
+    numpy_times, raw_times, lance_times, agree, raw_agree = [], [], [], 0, 0
+    theta32 = np.float32(store.manifest.theta)
     for (doc_id, _), vector in zip(work, vectors, strict=True):
         ids, matrix = store.matrix(doc_id)
         start = time.perf_counter()
         hits = retrieve(matrix, vector[None, :], store.manifest.theta)[0]
         numpy_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        raw = np.flatnonzero((vector[None, :] @ matrix.T)[0] > theta32).tolist()
+        raw_times.append(time.perf_counter() - start)
+        raw_agree += raw == hits
         start = time.perf_counter()
         lance = store.search_lancedb(doc_id, vector, store.manifest.theta)
         lance_times.append(time.perf_counter() - start)
@@ -83,6 +92,10 @@ def main() -> int:
     ratio = statistics.median(lance_times) / statistics.median(numpy_times)
     result["ratio_lancedb_over_numpy_p50"] = ratio
     result["same_hits"] = f"{agree}/{len(work)}"
+    result["retrieval_raw_float32"] = percentiles(raw_times)
+    exact_ratio = statistics.median(numpy_times) / statistics.median(raw_times)
+    result["ratio_exact_over_raw_float32_p50"] = exact_ratio
+    result["same_hits_as_raw_float32"] = f"{raw_agree}/{len(work)}"
     emb, cvec = result["step_embedding"], result["step_cached_vectors"]
     print(f"SeekerGym step, {len(work)} queries on the demo corpus (θ={store.manifest.theta})")
     print(
@@ -96,6 +109,10 @@ def main() -> int:
     print(
         f"  retrieval: LanceDB per step / numpy on the cached matrix = {ratio:.0f}x "
         f"(same hits {result['same_hits']})"
+    )
+    print(
+        f"  retrieval: exact (sgrgym) / raw float32 numpy = {exact_ratio:.1f}x "
+        f"(same hits {result['same_hits_as_raw_float32']})"
     )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
