@@ -38,6 +38,7 @@ from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
+from sgrgym.seeker.records import EpisodeRecord, EpisodeStep, episode_record
 from sgrgym.seeker.retrieval import fixed, query_diversity
 from sgrgym.seeker.store import theta_note
 
@@ -82,7 +83,7 @@ def episode_seed(seed: int, doc_id: str) -> int:
 
 def run_episode(
     env: SeekerEnv, agent: SeekerAgent, render: Renderer, doc_id: str, seed: int
-) -> dict[str, Any]:
+) -> EpisodeRecord:
     """One episode to the horizon; returns its record (steps, completeness, diversity)."""
     env.reset(doc_id, seed)
     state = env.state
@@ -95,24 +96,22 @@ def run_episode(
         env.step(agent.queries(state, belief, rng))
     vectors = [v for v in state.query_vectors if len(v)]
     diversity = query_diversity(np.concatenate(vectors)) if vectors else []
-    record = {
-        "doc_id": doc_id,
-        "topic": state.document.topic,
-        "seed": seed,
-        "passages": len(state.document.passages),
-        "completeness": [fixed(r.completeness, 6) for r in state.history],
-        "final_completeness": fixed(state.completeness, 6),
-        "retrieved": state.retrieved,
-        "steps": [
-            {"queries": r.queries, "per_query": r.per_query, "new": r.new} for r in state.history
+    return EpisodeRecord(
+        doc_id=doc_id,
+        topic=state.document.topic,
+        seed=seed,
+        passages=len(state.document.passages),
+        completeness=[fixed(r.completeness, 6) for r in state.history],
+        final_completeness=fixed(state.completeness, 6),
+        retrieved=state.retrieved,
+        steps=[
+            EpisodeStep(queries=r.queries, per_query=r.per_query, new=r.new) for r in state.history
         ],
-        "query_diversity": [fixed(d, 6) for d in diversity],
-        "near_theta": state.near_theta,
-        "belief_tokens": belief_tokens,
-    }
-    if isinstance(agent, RecordingAgent):
-        record["llm"] = agent.episode_llm(state)
-    return record
+        query_diversity=[fixed(d, 6) for d in diversity],
+        near_theta=state.near_theta,
+        belief_tokens=belief_tokens,
+        llm=agent.episode_llm(state) if isinstance(agent, RecordingAgent) else None,
+    )
 
 
 def _at(values: Sequence[Any], step: int) -> Any:
@@ -126,7 +125,7 @@ def summary_text(summary: SeekerSummary) -> str:
 
 
 def summarize(
-    episodes: Sequence[dict[str, Any]],
+    episodes: Sequence[EpisodeRecord],
     corpus: str,
     agent: str,
     belief: str,
@@ -136,8 +135,8 @@ def summarize(
 ) -> SeekerSummary:
     topics: dict[str, list[float]] = {}
     for episode in episodes:
-        topics.setdefault(episode["topic"], []).append(episode["final_completeness"])
-    diversity = [d for e in episodes for d in e["query_diversity"][1:]]
+        topics.setdefault(episode.topic, []).append(episode.final_completeness)
+    diversity = [d for e in episodes for d in e.query_diversity[1:]]
     return SeekerSummary(
         corpus=corpus,
         agent=agent,
@@ -146,18 +145,18 @@ def summarize(
         seeds=seeds,
         theta=theta,
         episodes=len(episodes),
-        final_completeness=fixed(mean(e["final_completeness"] for e in episodes), 6),
+        final_completeness=fixed(mean(e.final_completeness for e in episodes), 6),
         final_completeness_by_topic={t: fixed(mean(v), 6) for t, v in sorted(topics.items())},
         completeness_by_step=[
-            fixed(mean(_at(e["completeness"], i) for e in episodes), 6) for i in range(steps)
+            fixed(mean(_at(e.completeness, i) for e in episodes), 6) for i in range(steps)
         ],
         query_diversity=fixed(mean(diversity), 6) if diversity else 1.0,
-        near_theta=sum(e.get("near_theta", 0) for e in episodes),
+        near_theta=sum(e.near_theta for e in episodes),
         belief_tokens_by_step=[
-            fixed(mean(_at(e["belief_tokens"], i) for e in episodes), 3) for i in range(steps)
+            fixed(mean(_at(e.belief_tokens, i) for e in episodes), 3) for i in range(steps)
         ],
-        llm=add_totals([LLMTotals(**e["llm"]["totals"]) for e in episodes])
-        if any("llm" in e for e in episodes)
+        llm=add_totals([LLMTotals(**e.llm["totals"]) for e in episodes if e.llm is not None])
+        if any(e.llm is not None for e in episodes)
         else None,
     )
 
@@ -211,13 +210,13 @@ def seeker_run_card(
 
 def _episodes(
     env: SeekerEnv, agent: SeekerAgent, render: Renderer, todo: list[tuple[int, str]], jobs: int
-) -> Generator[dict[str, Any], None, None]:
+) -> Generator[EpisodeRecord, None, None]:
     """The episodes of ``todo`` in order, run by ``jobs`` threads, each on its own shallow copy
     of ``env`` (the corpus, store, embedder and stop rule are shared and thread-safe; only the
     episode state is per copy)."""
     local = threading.local()
 
-    def one(item: tuple[int, str]) -> dict[str, Any]:
+    def one(item: tuple[int, str]) -> EpisodeRecord:
         if not hasattr(local, "env"):
             local.env = copy.copy(env)
         return run_episode(local.env, agent, render, item[1], item[0])
@@ -244,15 +243,18 @@ def run_seeker(
     card = seeker_run_card(env, agent, belief, doc_ids, seeds)
     total = len(doc_ids) * seeds
     with open_run_folder(out_dir, card, finals=(SUMMARY,)) as folder:
-        episodes = folder.records(EPISODES)
-        done = {(e["seed"], e["doc_id"]) for e in episodes if isinstance(e, dict)}
+        episodes = [
+            episode_record(data, f"{out_dir / EPISODES} line {number}")
+            for number, data in enumerate(folder.records(EPISODES), start=1)
+        ]
+        done = {(e.seed, e.doc_id) for e in episodes}
         todo = [(s, d) for s in range(seeds) for d in doc_ids if (s, d) not in done]
         with closing(_episodes(env, agent, render, todo, jobs)) as episodes_run:
             for episode in episodes_run:
-                folder.append(EPISODES, episode)
+                folder.append(EPISODES, episode.data())
                 episodes.append(episode)
                 if progress:
-                    doc_id, final = episode["doc_id"], episode["final_completeness"]
+                    doc_id, final = episode.doc_id, episode.final_completeness
                     progress(len(episodes), total, f"{doc_id} c={final:.2f}")
         summary = summarize(
             episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta

@@ -262,10 +262,8 @@ def select_theta(
         env = SeekerEnv(corpus, store, embedder.embed, theta, horizon)
         player = make_agent(agent, queries_per_step)
         episodes = [run_episode(env, player, render, doc_id, 0) for doc_id in docs]
-        near += sum(e["near_theta"] for e in episodes)
-        curve = [
-            fixed(fmean(e["completeness"][i] for e in episodes), ROUND) for i in range(horizon)
-        ]
+        near += sum(e.near_theta for e in episodes)
+        curve = [fixed(fmean(e.completeness[i] for e in episodes), ROUND) for i in range(horizon)]
         points.append(
             ThetaPoint(
                 theta=theta,

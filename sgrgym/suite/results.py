@@ -22,6 +22,7 @@ from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes
 from sgrgym.core.io import write_atomic
 from sgrgym.core.table import format_table
 from sgrgym.runs.folder import read_log
+from sgrgym.seeker.records import EpisodeRecord, read_episodes
 from sgrgym.suite.config import RunConfig
 
 ROUND = 6
@@ -59,11 +60,10 @@ def records(path: Path, what: str) -> list[dict[str, Any]]:
     return found
 
 
-def _llm_totals(episode: dict[str, Any]) -> dict[str, Any] | None:
+def _llm_totals(episode: EpisodeRecord) -> dict[str, Any] | None:
     """An LLM agent's per-episode totals (``llm.totals``: calls, prompt and completion tokens,
     cost), or None for a built-in agent."""
-    llm = episode.get("llm")
-    totals = llm.get("totals") if isinstance(llm, dict) else None
+    totals = episode.llm.get("totals") if episode.llm is not None else None
     return totals if isinstance(totals, dict) else None
 
 
@@ -85,31 +85,29 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
     (section 3.1), with the per-step curve (figure 4a: mean and std over episodes), per-topic
     means (figure 3), per-document means (table 9's input), context length and query
     diversity per step (C.4) and, when the episodes carry them, tokens and cost (figure 4b)."""
-    episodes = records(folder / "episodes.jsonl", "SeekerGym episode")
+    episodes = read_episodes(folder / "episodes.jsonl")
     if not episodes:
         raise UserError(f"{folder}: no episodes recorded")
-    try:
-        by_seed: dict[int, list[float]] = {}
-        topics: dict[str, list[float]] = {}
-        docs: dict[str, list[float]] = {}
-        for e in episodes:
-            by_seed.setdefault(int(e["seed"]), []).append(float(e["final_completeness"]))
-            topics.setdefault(str(e["topic"]), []).append(float(e["final_completeness"]))
-            docs.setdefault(str(e["doc_id"]), []).append(float(e["final_completeness"]))
-        steps = len(episodes[0]["completeness"])
-        curve = [[float(e["completeness"][i]) for e in episodes] for i in range(steps)]
-        context = [[float(e["belief_tokens"][i]) for e in episodes] for i in range(steps)]
-        diversity: list[list[float]] = [[] for _ in range(steps)]
-        for e in episodes:
-            flat = list(e["query_diversity"])
-            position = 0
-            for i, step in enumerate(e["steps"]):
-                count = len(step["queries"])
-                if i:  # the first step has no earlier queries to differ from
-                    diversity[i] += [float(d) for d in flat[position : position + count]]
-                position += count
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise UserError(f"{folder / 'episodes.jsonl'}: a record lacks a field ({exc})") from None
+    by_seed: dict[int, list[float]] = {}
+    topics: dict[str, list[float]] = {}
+    docs: dict[str, list[float]] = {}
+    for e in episodes:
+        by_seed.setdefault(e.seed, []).append(e.final_completeness)
+        topics.setdefault(e.topic, []).append(e.final_completeness)
+        docs.setdefault(e.doc_id, []).append(e.final_completeness)
+    steps = len(episodes[0].completeness)
+    if any(len(e.completeness) < steps or len(e.belief_tokens) < steps for e in episodes):
+        raise UserError(f"{folder / 'episodes.jsonl'}: episodes of different lengths")
+    curve = [[e.completeness[i] for e in episodes] for i in range(steps)]
+    context = [[float(e.belief_tokens[i]) for e in episodes] for i in range(steps)]
+    diversity: list[list[float]] = [[] for _ in range(steps)]
+    for e in episodes:
+        position = 0
+        for i, step in enumerate(e.steps):
+            count = len(step.queries)
+            if i:  # the first step has no earlier queries to differ from
+                diversity[i] += e.query_diversity[position : position + count]
+            position += count
     seed_means = [fmean(v) for _, v in sorted(by_seed.items())]
     mean, std = mean_std(seed_means)
     totals = [_llm_totals(e) for e in episodes]
@@ -131,7 +129,7 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
         "query_diversity_by_step": [round(fmean(d), ROUND) if d else None for d in diversity],
         "tokens_per_episode": round(fmean(tokens), 3) if len(tokens) == len(episodes) else None,
         "cost_usd_per_episode": round(fmean(costs), 6) if len(costs) == len(episodes) else None,
-        "near_theta": sum(int(e.get("near_theta", 0)) for e in episodes),
+        "near_theta": sum(e.near_theta for e in episodes),
     }
 
 

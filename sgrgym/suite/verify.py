@@ -94,13 +94,14 @@ def _same(path: Path, text: str) -> list[str]:
 
 
 def _seeker(folder: Path) -> list[str]:
+    from sgrgym.seeker.records import read_episodes
     from sgrgym.seeker.run import summarize, summary_text
 
     card = read_json_file(folder / "run.json", "run card")
     stored = read_json_file(folder / "summary.json", "SeekerGym summary")
-    episodes = records(folder / "episodes.jsonl", "SeekerGym episode")
+    episodes = read_episodes(folder / "episodes.jsonl")
     expected = {(s, d) for s in range(card["seeds"]) for d in card["docs"]}
-    got = [(e["seed"], e["doc_id"]) for e in episodes]
+    got = [(e.seed, e.doc_id) for e in episodes]
     problems = []
     if len(got) != len(set(got)) or set(got) != expected:
         problems.append(f"{folder / 'episodes.jsonl'}: episodes missing or repeated")

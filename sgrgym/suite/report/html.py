@@ -188,6 +188,7 @@ def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
 
 
 def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.seeker.records import read_episodes
     from sgrgym.suite.layout import seeker_part
     from sgrgym.suite.report import figures
     from sgrgym.suite.report.variance import decompose
@@ -302,8 +303,8 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
         for agent in run.config.seeker_agents():
             for belief in run.config.seeker.beliefs:
                 folder = run.path / seeker_part(agent, belief)
-                for e in records(folder / "episodes.jsonl", "SeekerGym episode"):
-                    episodes.append({**e, "agent": agent, "belief": belief})
+                for e in read_episodes(folder / "episodes.jsonl"):
+                    episodes.append({**e.data(), "agent": agent, "belief": belief})
         result = decompose(episodes)
         page.text(
             f"{run.label}: {result.observations} episodes; Type III ANOVA of "

@@ -1,0 +1,63 @@
+"""The typed SeekerGym episode record: written bytes unchanged by the round trip, one reader
+that names the file, line and field of a bad record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sgrgym.core.errors import UserError
+from sgrgym.core.io import jsonl_line
+from sgrgym.seeker.records import EpisodeRecord, read_episodes
+
+RECORD = {
+    "belief_tokens": [40, 55],
+    "completeness": [0.25, 0.5],
+    "doc_id": "howto/windows",
+    "final_completeness": 0.5,
+    "near_theta": 0,
+    "passages": 4,
+    "query_diversity": [1.0, 0.0, 0.123457],
+    "retrieved": ["p1", "p3"],
+    "seed": 0,
+    "steps": [
+        {"new": ["p1"], "per_query": [["p1"]], "queries": ["a"]},
+        {"new": ["p3"], "per_query": [["p3"], []], "queries": ["b", "c"]},
+    ],
+    "topic": "howto",
+}
+
+
+def test_round_trip_keeps_the_bytes(tmp_path: Path) -> None:
+    with_llm = {**RECORD, "seed": 1, "llm": {"calls": [], "totals": {"calls": 0}}}
+    text = jsonl_line(RECORD) + jsonl_line(with_llm)
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(text, "utf-8")
+    episodes = read_episodes(path)
+    assert [e.llm for e in episodes] == [None, {"calls": [], "totals": {"calls": 0}}]
+    assert "".join(jsonl_line(e.data()) for e in episodes) == text
+    assert read_episodes(tmp_path / "none.jsonl") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"completeness": [0.25, "half"]}, "completeness.1"),
+        ({"seed": "zero"}, "seed"),
+        ({"extra": 1}, "extra"),
+    ],
+)
+def test_a_bad_record_names_file_line_and_field(
+    tmp_path: Path, change: dict[str, object], field: str
+) -> None:
+    path = tmp_path / "episodes.jsonl"
+    path.write_text(jsonl_line(RECORD) + json.dumps({**RECORD, **change}) + "\n", "utf-8")
+    with pytest.raises(UserError, match=rf"episodes\.jsonl line 2: .*field {field}\b"):
+        read_episodes(path)
+
+
+def test_missing_near_theta_reads_as_zero() -> None:
+    old = {k: v for k, v in RECORD.items() if k != "near_theta"}
+    assert EpisodeRecord.model_validate(old).near_theta == 0
