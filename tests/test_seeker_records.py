@@ -61,3 +61,30 @@ def test_a_bad_record_names_file_line_and_field(
 def test_missing_near_theta_reads_as_zero() -> None:
     old = {k: v for k, v in RECORD.items() if k != "near_theta"}
     assert EpisodeRecord.model_validate(old).near_theta == 0
+
+
+def test_sgr_records_round_trip_with_an_agents_own_parts(tmp_path: Path) -> None:
+    """A trajectory keeps what an agent adds of its own (an LLM agent's calls) byte for byte;
+    a bad answer record names file, line and field."""
+    from sgrgym.sgr.records import read_answers, read_trajectories
+
+    trajectory = {
+        "task_id": "cwe_001",
+        "ended_by": "answer",
+        "answer_from": "final",
+        "error": "",
+        "tool_calls": 2,
+        "submitted_answers": 1,
+        "target_site_rank": None,
+        "steps": [{"tool": "search", "status": 200}],
+        "diagnostics": {"category": "solved"},
+        "llm": {"calls": [{"prompt_tokens": 12}]},
+    }
+    path = tmp_path / "trajectories.jsonl"
+    path.write_text(jsonl_line(trajectory), "utf-8")
+    (read,) = read_trajectories(path)
+    assert read.category == "solved" and jsonl_line(read.data()) == jsonl_line(trajectory)
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"task_id": "a", "answer": null}\n{"task_id": 3, "answer": "x"}\n')
+    with pytest.raises(UserError, match=r"answers\.jsonl line 2: .*field task_id"):
+        read_answers(answers)

@@ -41,6 +41,7 @@ from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, Episode, Observation, SgrEnv
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE, template_sha256
+from sgrgym.sgr.records import AnswerRecord, TrajectoryRecord
 from sgrgym.sgr.render import RenderedSite
 from sgrgym.sgr.score import (
     ScoreReport,
@@ -110,23 +111,21 @@ def record_episode(
     model = sites.get(reference.site) if reference else None
     score = score_answer(task, episode.answer)
     diagnostics = diagnose(task, reference, model, episode.trajectory, score, episode.answer)
-    folder.append(
-        TRAJECTORIES,
-        {
-            "task_id": task.task_id,
-            "ended_by": episode.ended_by,
-            "answer_from": episode.answer_from,
-            "error": episode.error,
-            "tool_calls": episode.tool_calls,
-            "submitted_answers": episode.submitted_answers,
-            "target_site_rank": episode.target_site_rank,
-            "steps": [asdict(step) for step in episode.trajectory],
-            "diagnostics": diagnostics.model_dump(),
-            **(extra or {}),
-        },
+    trajectory = TrajectoryRecord(
+        task_id=task.task_id,
+        ended_by=episode.ended_by,
+        answer_from=episode.answer_from,
+        error=episode.error,
+        tool_calls=episode.tool_calls,
+        submitted_answers=episode.submitted_answers,
+        target_site_rank=episode.target_site_rank,
+        steps=[asdict(step) for step in episode.trajectory],
+        diagnostics=diagnostics.model_dump(),
+        **(extra or {}),
     )
+    folder.append(TRAJECTORIES, trajectory.data())
     folder.append(TIMINGS, {"task_id": task.task_id, "wall_s": episode.wall_s})
-    folder.append(ANSWERS, {"task_id": task.task_id, "answer": episode.answer})
+    folder.append(ANSWERS, AnswerRecord(task_id=task.task_id, answer=episode.answer).model_dump())
     return score
 
 

@@ -23,6 +23,7 @@ from sgrgym.core.io import write_atomic
 from sgrgym.core.table import format_table
 from sgrgym.runs.folder import read_log
 from sgrgym.seeker.records import EpisodeRecord, read_episodes
+from sgrgym.sgr.records import read_trajectories
 from sgrgym.suite.config import RunConfig
 
 ROUND = 6
@@ -187,11 +188,10 @@ def sgr_row(folder: Path, agent: str) -> dict[str, Any]:
     """Tables 2 and 3 for one agent (scores recomputed by the scorer are checked by
     ``verify-run``; here they are read), with appendix G's category counts."""
     scores = read_json_file(folder / "scores.json", "SGR scores")
-    trajectories = records(folder / "trajectories.jsonl", "SGR trajectory")
+    trajectories = read_trajectories(folder / "trajectories.jsonl")
     categories: dict[str, int] = {}
     for t in trajectories:
-        category = str(t.get("diagnostics", {}).get("category", "unknown"))
-        categories[category] = categories.get(category, 0) + 1
+        categories[t.category] = categories.get(t.category, 0) + 1
     try:
         return {
             "agent": agent,

@@ -186,6 +186,7 @@ def _estimator(folder: Path) -> list[str]:
 
 
 def _sgr(folder: Path) -> list[str]:
+    from sgrgym.sgr.records import read_answers
     from sgrgym.sgr.score import load_predictions, score_tasks
     from sgrgym.sgr.tasks import load_tasks
 
@@ -199,8 +200,7 @@ def _sgr(folder: Path) -> list[str]:
         files.append(path)
     if problems:
         return problems
-    answers = records(folder / "answers.jsonl", "SGR answer")
-    ids = [a["task_id"] for a in answers]
+    ids = [a.task_id for a in read_answers(folder / "answers.jsonl")]
     if len(ids) != len(set(ids)):
         problems.append(f"{folder / 'answers.jsonl'}: a task is answered twice")
     report = score_tasks(load_tasks(files), load_predictions(folder / "answers.jsonl"))

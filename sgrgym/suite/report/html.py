@@ -532,18 +532,19 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
 
 
 def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.sgr.records import TrajectoryRecord, read_trajectories
     from sgrgym.suite.layout import sgr_part
 
-    tasks: dict[str, list[tuple[str, str, dict[str, Any], dict[str, Any]]]] = {}
+    tasks: dict[str, list[tuple[str, str, TrajectoryRecord, dict[str, Any]]]] = {}
     for run in runs:
         for r in run.sgr:
             folder = run.path / sgr_part(r["agent"])
             scores = {
                 t["task_id"]: t for t in read_json_file(folder / "scores.json", "scores")["tasks"]
             }
-            for t in records(folder / "trajectories.jsonl", "SGR trajectory"):
-                tasks.setdefault(t["task_id"], []).append(
-                    (run.label, r["agent"], t, scores.get(t["task_id"], {}))
+            for t in read_trajectories(folder / "trajectories.jsonl"):
+                tasks.setdefault(t.task_id, []).append(
+                    (run.label, r["agent"], t, scores.get(t.task_id, {}))
                 )
     links = []
     for task_id, entries in sorted(tasks.items()):
@@ -552,10 +553,10 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
             sub.heading(f"{label} / {agent}")
             sub.text(
                 f"Item-F1 {_pct(score.get('item_f1'))}, Row-F1 {_pct(score.get('row_f1'))}, "
-                f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.get('ended_by')}; "
-                f"category: {trajectory.get('diagnostics', {}).get('category')}"
+                f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.ended_by}; "
+                f"category: {trajectory.category}"
             )
-            steps = trajectory.get("steps", [])
+            steps = trajectory.steps
             sub.table(
                 ["Step", "Tool", "Arguments", "State reached", "Match", "Status"],
                 [
@@ -574,7 +575,7 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
                 {s["state"] for s in steps if s.get("state") and s.get("status") == 200}
             )
             sub.text("reached states: " + (", ".join(reached) if reached else "none"))
-            diagnostics = trajectory.get("diagnostics", {})
+            diagnostics = trajectory.diagnostics
             sub.table(
                 ["Diagnostic", "Value"], [[k, str(v)] for k, v in sorted(diagnostics.items())]
             )
