@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from sgrgym.cli import main, run_command
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.llm.localfiles import load_manifest
 from sgrgym.seeker.embed import OnnxRunner, embedder_id
 from sgrgym.suite.baseline import command, load, replay, unpack_cache, verify
@@ -96,7 +96,7 @@ def test_a_changed_file_is_named(tmp_path: Path) -> None:
     shutil.copytree(BASELINE, copy)
     scores = copy / "sgr" / "scores.json"
     scores.write_text(scores.read_text("utf-8") + " ", "utf-8")
-    with pytest.raises(UserError, match=r"sgr/scores\.json: sha256 [0-9a-f]{64} differs"):
+    with pytest.raises(PinError, match=r"sgr/scores\.json: sha256 [0-9a-f]{64} differs"):
         verify(copy)
     (copy / "notes.txt").write_text("x", "utf-8")
     with pytest.raises(UserError, match=r"not pinned in manifest\.json: notes\.txt"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import UnknownName, UserError
 from sgrgym.core.registry import Registry
 from sgrgym.seeker.agents import AGENTS as SEEKER_AGENTS
 from sgrgym.seeker.agents import make_agent as make_seeker_agent
@@ -48,8 +48,9 @@ def test_one_type_for_every_kind() -> None:
     ],
 )
 def test_an_unknown_name_suggests_the_closest(look_up: object, wrong: str, message: str) -> None:
-    with pytest.raises(UserError) as caught:
+    with pytest.raises(UnknownName) as caught:  # a UserError: exit 2 at the command line
         look_up(wrong)  # type: ignore[operator]
+    assert isinstance(caught.value, UserError)
     assert message in str(caught.value)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from chat_server import RecordingJsonHandler
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import ReplayMiss, UserError
 from sgrgym.core.loopback import serve_http
 from sgrgym.seeker.embed import (
     CachedEmbedder,
@@ -159,7 +159,7 @@ def test_recorded_embedder_records_replays_without_embedding_and_names_a_miss(
     before = recording.read_bytes()
     with RecordedEmbedder("counting", 4, recording, "replay", never) as replay:
         assert replay.embed(["b", "a"]).tobytes() == first[[1, 0]].tobytes()
-        with pytest.raises(UserError, match=r"embedding not in the recording .*'c'"):
+        with pytest.raises(ReplayMiss, match=r"embedding not in the recording .*'c'"):
             replay.embed(["a", "c"])
         with pytest.raises(UserError, match=r"not in the recording"):
             RecordedEmbedder("other-model", 4, recording, "replay", never).embed(["a"])

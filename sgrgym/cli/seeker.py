@@ -388,14 +388,14 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
         progress=None if args.quiet else progress_bar,
     )
     if args.check:
-        from sgrgym.core.errors import UserError
+        from sgrgym.core.errors import PinError
         from sgrgym.core.hashing import sha256_bytes
         from sgrgym.seeker.theta import evidence_bytes
 
         pinned = env.store.manifest.theta_selection
         digest = sha256_bytes(evidence_bytes(evidence))
         if pinned is None or pinned.sha256 != digest or env.store.manifest.theta != evidence.chosen:
-            raise UserError(
+            raise PinError(
                 f"{store_dir}: the recomputed θ evidence (sha256 {digest}, θ = "
                 f"{evidence.chosen}) differs from the pinned one ({evidence.near_theta} decisions "
                 "lie within 1e-5 of a grid θ: live query vectors from another processor's kernels "

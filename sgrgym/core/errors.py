@@ -1,4 +1,9 @@
-"""Errors raised for user mistakes: the CLI prints them without a traceback."""
+"""Errors raised for user mistakes: the CLI prints them without a traceback (exit 2).
+
+Every error a user can cause is a :class:`UserError`; library code raises the typed subclass
+that says what kind it is, so callers can tell a bad input from a changed pin or a replay
+miss without reading the message.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,23 @@ class UserError(Exception):
     """
 
 
-class TaskFileError(UserError):
+class InputError(UserError):
+    """A file or value the user gave cannot be read, or is not what it must be."""
+
+
+class PinError(UserError):
+    """An artifact (model, corpus, pack, task file, baseline, evidence) differs from its pin."""
+
+
+class ReplayMiss(UserError):
+    """A recording lacks what a replay needs (a model call, an embedding); nothing is sent."""
+
+
+class UnknownName(UserError):
+    """A name that no registry holds (an agent, belief, estimator or site)."""
+
+
+class TaskFileError(InputError):
     """One or more records of a task file are invalid; nothing was loaded."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import InputError
 
 ECHO_CHARS = 120
 
@@ -36,15 +36,15 @@ def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
         with path.open("rb") as handle:
             data = handle.read() if limit is None else handle.read(limit + 1)
     except FileNotFoundError:
-        raise UserError(f"{path}: {what} not found") from None
+        raise InputError(f"{path}: {what} not found") from None
     except IsADirectoryError:
-        raise UserError(f"{path}: is a folder; expected a {what}") from None
+        raise InputError(f"{path}: is a folder; expected a {what}") from None
     except PermissionError:
-        raise UserError(f"{path}: {what} not readable (permission denied)") from None
+        raise InputError(f"{path}: {what} not readable (permission denied)") from None
     except OSError as exc:
-        raise UserError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+        raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     if limit is not None and len(data) > limit:
-        raise UserError(f"{path}: the {what} is over {limit} bytes")
+        raise InputError(f"{path}: the {what} is over {limit} bytes")
     return data
 
 
@@ -54,7 +54,7 @@ def decode_text(data: bytes, path: Path, what: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise UserError(
+        raise InputError(
             f"{path} line {line}: the {what} is not UTF-8 text (byte {exc.start}: {exc.reason}); "
             "save it as UTF-8"
         ) from None
@@ -64,7 +64,7 @@ def read_text(path: Path, what: str, allow_empty: bool = False) -> str:
     """The ``what`` file ``path`` as UTF-8 text; an empty file is an error unless allowed."""
     text = decode_text(read_bytes(path, what), path, what)
     if not allow_empty and not text.strip():
-        raise UserError(f"{path}: the {what} is empty")
+        raise InputError(f"{path}: the {what} is empty")
     return text
 
 
@@ -84,7 +84,7 @@ def read_json(path: Path, what: str) -> Any:
     try:
         return json_value(text)
     except BadJson as exc:
-        raise UserError(f"{path}: {exc}") from None
+        raise InputError(f"{path}: {exc}") from None
 
 
 def jsonl_lines(path: Path, what: str, allow_empty: bool = False) -> Iterator[tuple[int, str]]:
@@ -98,5 +98,5 @@ def jsonl_lines(path: Path, what: str, allow_empty: bool = False) -> Iterator[tu
 def existing_file(path: Path, what: str) -> bool:
     """Whether ``path`` exists (a folder there is an error: ``what`` must be a file)."""
     if path.is_dir():
-        raise UserError(f"{path}: is a folder; expected a {what}")
+        raise InputError(f"{path}: is a folder; expected a {what}")
     return path.exists()

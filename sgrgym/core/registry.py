@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import UnknownName
 
 Entry = TypeVar("Entry")
 
@@ -38,7 +38,7 @@ class Registry(Generic[Entry]):
         self._entries[name] = Registered(name, entry, help_text)
 
     def unregister(self, name: str) -> None:
-        """Remove ``name`` (a missing name is the usual UserError)."""
+        """Remove ``name`` (a missing name is the usual UnknownName error)."""
         if name not in self._entries:
             raise self.unknown(name)
         del self._entries[name]
@@ -60,16 +60,16 @@ class Registry(Generic[Entry]):
             if r is not None
         )
 
-    def unknown(self, name: str, extra: tuple[str, ...] = ()) -> UserError:
+    def unknown(self, name: str, extra: tuple[str, ...] = ()) -> UnknownName:
         """The error for a name that is not registered: the closest names, then all of them
         (``extra``: names served elsewhere, listed too)."""
         known = [*self.names(), *extra]
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
-        return UserError(f"no {self.kind} {name!r}{hint}; {self.plural}: {', '.join(known)}")
+        return UnknownName(f"no {self.kind} {name!r}{hint}; {self.plural}: {', '.join(known)}")
 
     def get(self, name: str) -> Entry:
-        """The entry ``name``; an unknown name is a UserError (:meth:`unknown`)."""
+        """The entry ``name``; an unknown name is an UnknownName error (:meth:`unknown`)."""
         found = self._entries.get(name)
         if found is None:
             raise self.unknown(name)

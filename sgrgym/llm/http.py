@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sgrgym.core.closing import Closing
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import ReplayMiss, UserError
 
 if TYPE_CHECKING:
     import requests
@@ -235,8 +235,8 @@ class RecordedPost(Closing):
             cached = self._session.cache.get_response(key)
         return None if cached is None else bytes(cached.content)
 
-    def miss_error(self, key: str, label: str) -> UserError:
-        return UserError(
+    def miss_error(self, key: str, label: str) -> ReplayMiss:
+        return ReplayMiss(
             f"{self.what} not in the cache {self.cache_path} (request {key}, {label}): "
             "record it first (mode record), or replay with the inputs it was recorded with"
         )

@@ -32,7 +32,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.artifacts import Artifact, cache_dir, fetch, verify
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import sha256_file
 
 MANIFEST = Path(__file__).parent / "data" / "local_models.json"
@@ -161,7 +161,7 @@ def verified_model(name: str, manifest: Manifest, cache: Path | None = None) -> 
 def _check_file(path: Path, sha256: str, size: int, what: str, command: str) -> None:
     digest, got = sha256_file(path)
     if digest != sha256 or got != size:
-        raise UserError(
+        raise PinError(
             f"{path}: sha256 {digest} ({got} bytes) is not the pinned {what} ({sha256}, "
             f"{size} bytes); delete it and run `sgrgym llm {command}` again"
         )
@@ -193,7 +193,7 @@ def join_parts(
                     )
         digest, size = sha256_file(tmp)
         if digest != model.sha256 or size != model.bytes:
-            raise UserError(
+            raise PinError(
                 f"the parts of {model.file} joined to sha256 {digest} ({size} bytes), not the "
                 f"pinned {model.sha256} ({model.bytes} bytes): the manifest is wrong"
             )

@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core import defaults
 from sgrgym.core.closing import Closing
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, ReplayMiss, UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import existing_file
 
@@ -168,7 +168,7 @@ def read_verified(path: Path, pin: ModelFile) -> bytes:
         raise UserError(f"{path}: model file missing; create it with: {EXPORT_COMMAND}") from None
     digest = sha256_bytes(data)
     if digest != pin.sha256 or len(data) != pin.bytes:
-        raise UserError(
+        raise PinError(
             f"{path}: sha256 {digest} ({len(data)} bytes) does not match the manifest "
             f"({pin.sha256}, {pin.bytes} bytes); recreate it with: {EXPORT_COMMAND}"
         )
@@ -604,7 +604,7 @@ class RecordedEmbedder(Closing):
         found = {} if self.mode == "refresh" else self._store.get_many(self.model_id, unique)
         missing = [text for text in unique if text not in found]
         if missing and self.mode == "replay":
-            raise UserError(
+            raise ReplayMiss(
                 f"embedding not in the recording {self.recording} ({self.model_id}, "
                 f"{len(missing)} text(s) starting {missing[0][:60]!r}): record it first (mode "
                 "record), or replay with the inputs it was recorded with"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError
 from sgrgym.seeker.corpus import Corpus, corpus_sha256, load_corpus
 from sgrgym.seeker.store import MANIFEST, load_store_manifest
 
@@ -43,7 +43,7 @@ def load_pinned_corpus(corpus_file: Path, store_dir: Path | None, need_store: bo
 
         pinned = load_manifest(pin_file).corpus_sha256
         if digest != pinned:
-            raise UserError(
+            raise PinError(
                 f"{corpus_file}: the corpus does not match its pin in {pin_file} "
                 f"(sha256 {digest}, pinned {pinned}); rebuild it with "
                 "`sgrgym seeker build-corpus`"
@@ -51,7 +51,7 @@ def load_pinned_corpus(corpus_file: Path, store_dir: Path | None, need_store: bo
     if store_dir is not None and (need_store or (store_dir / MANIFEST).exists()):
         manifest = load_store_manifest(store_dir)
         if manifest.corpus_sha256 != digest:
-            raise UserError(
+            raise PinError(
                 f"{corpus_file}: does not match the corpus the passage store {store_dir} was "
                 f"built from (sha256 {digest}, pinned {manifest.corpus_sha256} in "
                 f"{store_dir / MANIFEST}); rebuild the corpus (sgrgym seeker build-corpus) or "

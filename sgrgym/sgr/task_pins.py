@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.inputs import read_bytes, read_text
 from sgrgym.core.io import write_atomic
@@ -56,11 +56,11 @@ def check_demo_task_files(paths: Iterable[Path], root: Path = DEMO_TASKS_DIR) ->
         found = sha256_bytes(read_bytes(path, "task file"))
         pinned = pins.files.get(name)
         if pinned is None:
-            raise UserError(
+            raise PinError(
                 f"{path}: a demo task file not pinned in {root / PINS}; pin it with {UPDATE}"
             )
         if found != pinned:
-            raise UserError(
+            raise PinError(
                 f"{path}: does not match its pin in {root / PINS} (sha256 {found}, pinned "
                 f"{pinned}): the demo task file was changed; restore it (git checkout) or, "
                 f"for a deliberate change, re-pin with {UPDATE}"

@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
 
 MANIFEST = "manifest.json"
@@ -180,25 +180,25 @@ def verify(folder: Path) -> BaselineManifest:
     present = set(folder_files(folder))
     missing = sorted(set(manifest.files) - present)
     if missing:
-        raise UserError(f"{folder}: pinned file(s) missing: {', '.join(missing)}")
+        raise PinError(f"{folder}: pinned file(s) missing: {', '.join(missing)}")
     extra = sorted(present - set(manifest.files))
     if extra:
-        raise UserError(
+        raise PinError(
             f"{folder}: file(s) not pinned in {MANIFEST}: {', '.join(extra)} "
             "(remove them, or re-pin with sgrgym.suite.baseline.pin_files)"
         )
     for name, expected in manifest.files.items():
         actual = sha256_file(folder / name)[0]
         if actual != expected:
-            raise UserError(
+            raise PinError(
                 f"{folder / name}: sha256 {actual} differs from {expected} pinned in {MANIFEST}"
             )
     if manifest.cache.file not in manifest.files:
-        raise UserError(f"{folder / MANIFEST}: cache.file {manifest.cache.file!r} is not pinned")
+        raise PinError(f"{folder / MANIFEST}: cache.file {manifest.cache.file!r} is not pinned")
     for run in manifest.runs:
         for result in run.results:
             if f"{run.name}/{result}" not in manifest.files:
-                raise UserError(
+                raise PinError(
                     f"{folder / MANIFEST}: run {run.name!r} result {result!r} is not pinned"
                 )
     return manifest
@@ -227,7 +227,7 @@ def unpack_cache(folder: Path, manifest: BaselineManifest, dest: Path) -> Path:
         shutil.copyfileobj(src, out, _CHUNK)
     actual = sha256_file(target)[0]
     if actual != manifest.cache.sqlite_sha256:
-        raise UserError(
+        raise PinError(
             f"{folder / manifest.cache.file}: unpacked sha256 {actual} differs from "
             f"cache.sqlite_sha256 {manifest.cache.sqlite_sha256} in {MANIFEST}"
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.loopback import serve_http
 from sgrgym.sgr.sites.app import SiteApp
 from sgrgym.sgr.sites.reference import reference_of, walk
@@ -155,7 +155,7 @@ def build_pack(
         if not new_pin and pinned.read_bytes() != built:
             if not update_pin:
                 problems = "\n  - ".join(_compare(work / MANIFEST, pinned))
-                raise UserError(
+                raise PinError(
                     f"{pack_dir}: the built pack differs from its pinned manifest {pinned}:\n  - "
                     f"{problems}\n(install the pinned package versions with `pip install -c "
                     "constraints.txt -e .[sites]`, or re-pin on purpose with --update-pin)"
