@@ -28,7 +28,7 @@ from sgrgym.sgr.sites.model import Op, SiteError, State, site_models
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
-from sgrgym.sgr.watchdog import run_episode
+from sgrgym.sgr.watchdog import watch_episode
 from sgrgym.snapshot.replay import Snapshot
 
 
@@ -303,7 +303,7 @@ def test_watchdog_stops_a_sleeping_agent_and_scores_its_interim_answer(
     task = tasks[0]
     agent = SleepingAgent(task.task.oracle_answer)
     env = env_for(pack, max_wall_s=0.3)
-    episode = run_episode(env, agent, env.reset(task))
+    episode = watch_episode(env, agent, env.reset(task))
     assert episode.ended_by == "budget: wall" and episode.answer_from == "submitted"
     assert episode.answer == task.task.oracle_answer
     assert score_answer(task, episode.answer).item_f1 == 1.0
@@ -323,7 +323,7 @@ def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]
     pack, tasks = toy_pack
     sleeper = SleepingAgent("alder|tree|20", calls_first=2)
     env = env_for(pack, stall_s=0.3)
-    episode = run_episode(env, sleeper, env.reset(tasks[0]))
+    episode = watch_episode(env, sleeper, env.reset(tasks[0]))
     sleeper.release.set()
     assert episode.ended_by == "budget: stall" and episode.tool_calls == 3
     assert episode.answer == "alder|tree|20"
@@ -336,7 +336,7 @@ def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]
             raise RuntimeError("model endpoint gone")
 
     env = env_for(pack)
-    episode = run_episode(env, Failing(), env.reset(tasks[0]))
+    episode = watch_episode(env, Failing(), env.reset(tasks[0]))
     assert episode.ended_by == "agent error" and "model endpoint gone" in episode.error
     assert episode.answer == "birch|tree|25" and episode.answer_from == "submitted"
     assert Budget().max_tool_calls is None  # the paper has no tool-call cap

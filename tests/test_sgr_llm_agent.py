@@ -26,7 +26,7 @@ from sgrgym.sgr.llm_agent import LLM_TOTALS, LLMAgent, LLMAgentSettings, cut
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.sites.model import site_models
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
-from sgrgym.sgr.watchdog import run_episode
+from sgrgym.sgr.watchdog import watch_episode
 from sgrgym.snapshot.replay import Snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -397,7 +397,7 @@ def episode_with(
         client = ChatClient(url, "tiny-sgr", cache_path=tmp_path / "c.sqlite", mode="record")
         agent = LLMAgent(CallMeter(client, load_prices()), settings)
         try:
-            episode = run_episode(env, agent, env.reset(task))
+            episode = watch_episode(env, agent, env.reset(task))
         finally:
             agent.close()
     extra = agent.episode_extra(task.task_id)["llm"]
@@ -466,7 +466,7 @@ def test_a_replay_miss_inside_an_episode_is_the_run_s_error(
     settings = LLMAgentSettings(model="m", base_url="", sampling={}, seed=None)
     agent = LLMAgent(CallMeter(client, load_prices()), settings)
     with pytest.raises(UserError, match=rf"model m, episode {task.task_id}"):
-        run_episode(env, agent, env.reset(task))
+        watch_episode(env, agent, env.reset(task))
     agent.close()
 
 
@@ -485,7 +485,7 @@ def test_site_operations_only_on_request(world: tuple[SgrEnv, ScoringTask], tmp_
     with serve_http(scripted(script)) as url:
         client = ChatClient(url, "m", cache_path=tmp_path / "c.sqlite", mode="record")
         agent = LLMAgent(CallMeter(client, load_prices()), settings)
-        episode = run_episode(env, agent, env.reset(task))
+        episode = watch_episode(env, agent, env.reset(task))
         agent.close()
     assert "operate" in [t["function"]["name"] for t in seen[0]["tools"]]
     assert "operate(" in seen[0]["messages"][0]["content"]

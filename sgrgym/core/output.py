@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from sgrgym.core.io import write_atomic
+
+Progress = Callable[[int, int, str], None]  # (done, total, label): a progress bar's step
+Say = Callable[[str], None]  # one line of progress to tell
 
 
 def write_json(text: str, out: Path | None = None) -> None:

@@ -26,7 +26,6 @@ import shutil
 import stat
 import tempfile
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -34,12 +33,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sgrgym.core.artifacts import Artifact, cache_dir, fetch, verify
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.output import Say
 
 MANIFEST = Path(__file__).parent / "data" / "local_models.json"
 _CHUNK = 1 << 20
 _SHA256 = r"^[0-9a-f]{64}$"
-
-Say = Callable[[str], None]
 
 
 def _quiet(_: str) -> None:

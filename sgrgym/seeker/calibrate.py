@@ -82,6 +82,7 @@ from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import read_bytes
 from sgrgym.core.io import jsonl_line, write_atomic
+from sgrgym.core.output import Progress
 from sgrgym.core.table import format_table
 from sgrgym.core.version import __version__
 from sgrgym.llm.settings import LLMOptions as ChatOptions
@@ -114,7 +115,6 @@ from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.store import PassageStore, theta_note
 
 FloatArray = npt.NDArray[np.float64]
-Progress = Callable[[int, int, str], None]
 
 ENCYCLOPEDIC_WIDTH = 10  # appendix B.3: Δ = 10 for Wikipedia
 SURVEY_WIDTH = 15  # appendix B.3: Δ = 15 for ML Surveys

@@ -21,7 +21,7 @@ import copy
 import hashlib
 import random
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 from statistics import mean
@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
+from sgrgym.core.output import Progress
 from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
 from sgrgym.runs.folder import open_run_folder
@@ -41,8 +42,6 @@ from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.records import EpisodeRecord, EpisodeStep, episode_record
 from sgrgym.seeker.retrieval import fixed, query_diversity
 from sgrgym.seeker.store import theta_note
-
-Progress = Callable[[int, int, str], None]
 
 
 class SeekerSummary(BaseModel):

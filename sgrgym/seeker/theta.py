@@ -30,7 +30,7 @@ chosen θ in the manifest with the evidence file's sha256 (verified when the sto
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from statistics import fmean
@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.io import write_atomic
+from sgrgym.core.output import Progress
 from sgrgym.seeker.agents import make_agent, noun_phrases
 from sgrgym.seeker.belief import belief_renderer
 from sgrgym.seeker.corpus import Corpus
@@ -60,7 +61,6 @@ TARGET_PHRASES = 3  # ours: noun-phrase runs of a passage in its keyword query
 ROBUSTNESS = ((1, 3), (5, 3), (3, 2), (3, 4))  # other probe settings the choice is checked on
 RULE = "minimax: the grid θ with the smallest max(off-topic hit rate, targeted miss rate)"
 ROUND = 6
-Progress = Callable[[int, int, str], None]
 
 
 class ProbeQuery(BaseModel):

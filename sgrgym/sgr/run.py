@@ -25,7 +25,7 @@ The folder is locked while the run goes (a second process is refused).
 from __future__ import annotations
 
 import queue
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.output import Progress
 from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.runs.parallel import ordered_map
@@ -53,9 +54,7 @@ from sgrgym.sgr.score import (
 from sgrgym.sgr.sites.model import SiteModel
 from sgrgym.sgr.sites.reference import reference_of
 from sgrgym.sgr.tasks import ScoringTask
-from sgrgym.sgr.watchdog import run_episode
-
-Progress = Callable[[int, int, str], None]
+from sgrgym.sgr.watchdog import watch_episode
 
 ANSWERS = "answers.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
@@ -159,7 +158,7 @@ def _episode(env: SgrEnv, agent: Agent, task: ScoringTask) -> tuple[Episode, dic
     reference = reference_of(task)
     model = env.sites.get(reference.site) if reference else None
     obs = env.reset(task, model.host if model else "")
-    episode = run_episode(env, agent, obs)
+    episode = watch_episode(env, agent, obs)
     extra = agent.episode_extra(task.task_id) if isinstance(agent, ReportingAgent) else {}
     return episode, extra
 

@@ -25,7 +25,7 @@ from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.env import BudgetExceeded, Episode, Observation, SgrEnv
 
 
-def run_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
+def watch_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
     """Run ``agent`` on the episode ``env`` was reset to; the record says how it ended."""
     outcome: dict[str, object] = {}
     done = threading.Event()

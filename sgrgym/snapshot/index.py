@@ -17,12 +17,12 @@ pinned ``duckdb-extension-fts`` package: nothing is downloaded.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.output import Say
 from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import CACHE_DIR, Manifest, pack_file
 from sgrgym.snapshot.text import TEXT_MIMES, body_to_text, html_title
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     import duckdb
 
 INDEX_VERSION = "2"
-Progress = Callable[[str], None]
 
 _SCHEMA = """
 CREATE TABLE captures (
@@ -94,7 +93,7 @@ def index_is_pinned(index: Path) -> bool:
 
 
 def _capture_rows(
-    pack_dir: Path, manifest: Manifest, progress: Progress | None
+    pack_dir: Path, manifest: Manifest, progress: Say | None
 ) -> tuple[list[tuple[object, ...]], list[tuple[str, ScannedRecord]]]:
     rules = manifest.rules
     rows: list[tuple[object, ...]] = []
@@ -178,7 +177,7 @@ def _page_rows(
 
 
 def build_index(
-    pack_dir: Path, manifest: Manifest, manifest_sha256: str, progress: Progress | None = None
+    pack_dir: Path, manifest: Manifest, manifest_sha256: str, progress: Say | None = None
 ) -> Path:
     """Build the pack's index from its WARC files (atomically) and return its path."""
     target = index_path(pack_dir, manifest_sha256)
@@ -221,7 +220,7 @@ def ensure_index(
     manifest: Manifest,
     manifest_sha256: str,
     rebuild: bool = False,
-    progress: Progress | None = None,
+    progress: Say | None = None,
 ) -> Path:
     """The pack's index, built first when missing, stale, altered (its bytes no longer match
     the sha256 written beside it) or when ``rebuild`` is asked for."""

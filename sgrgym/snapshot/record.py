@@ -37,6 +37,7 @@ from warcio.warcwriter import WARCWriter
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.netguard import is_loopback, loopback_only
+from sgrgym.core.output import Say
 from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import (
     MANIFEST,
@@ -63,7 +64,6 @@ from sgrgym.snapshot.urls import (
 from sgrgym.snapshot.warc import WarcError, check_member, read_response, scan_warc
 
 USER_AGENT = f"sgrgym/{__version__} (snapshot recorder)"
-Progress = Callable[[str], None]
 
 
 class RequestSpec(BaseModel):
@@ -238,7 +238,7 @@ class Recorder:
         allow_network: bool = False,
         fixed_date: str | None = None,
         timeout_s: float = 30.0,
-        progress: Progress | None = None,
+        progress: Say | None = None,
     ) -> None:
         if not re.match(PACK_NAME, pack_dir.name):
             raise UserError(

@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
+from sgrgym.core.output import Say
 
 MANIFEST = "manifest.json"
 FORMAT = "sgrgym-llm-baseline"
@@ -49,7 +50,6 @@ JSONL_IDENTITY = (("doc_id", "seed"), ("task_id",))  # SeekerGym episodes; SGR a
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 WHOLE_FILE = "(file)"  # the record of a .json file's difference (the file is one record)
 
-Say = Callable[[str], None]
 RunCommand = Callable[[list[str]], None]  # runs ``sgrgym ARGV``; a failure is a UserError
 ModelT = TypeVar("ModelT", bound=BaseModel)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import tempfile
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,7 @@ from pydantic import BaseModel
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.io import write_atomic
-from sgrgym.core.output import progress
+from sgrgym.core.output import Progress, progress
 from sgrgym.runs.environment import file_hashes
 from sgrgym.runs.folder import COMPLETE, open_run_folder
 from sgrgym.suite.config import LLMConfig, RunConfig
@@ -56,8 +55,6 @@ from sgrgym.suite.layout import (
 
 if TYPE_CHECKING:
     from sgrgym.suite.baseline import RunCommand
-
-Progress = Callable[[int, int, str], None]
 
 
 class TopCard(BaseModel):

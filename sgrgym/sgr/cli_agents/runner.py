@@ -25,7 +25,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,6 +34,7 @@ from typing import IO
 from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.io import jsonl_line
+from sgrgym.core.output import Progress
 from sgrgym.runs.folder import open_run_folder
 from sgrgym.runs.parallel import ordered_map
 from sgrgym.sgr.env import Budget, Episode
@@ -49,8 +50,6 @@ from .transcripts import Transcript, parse_events
 
 PAPER_POLL_S = 5.0  # appendix C: answer extraction polled every 5 s
 KILL_GRACE_S = 5.0
-
-Progress = Callable[[int, int, str], None]
 
 
 class CliRunCard(RunCard):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.loopback import serve_http
+from sgrgym.core.output import Say
 from sgrgym.sgr.sites.app import SiteApp
 from sgrgym.sgr.sites.reference import reference_of, walk
 from sgrgym.sgr.tasks import ScoringTask
@@ -40,7 +41,6 @@ from sgrgym.snapshot.record import CrawlSpec, Recorder, RequestSpec
 from sgrgym.snapshot.verify import verify_pack
 
 PACK_DATE = "2026-01-01T00:00:00Z"
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -118,7 +118,7 @@ def build_pack(
     apps: Sequence[SiteApp],
     tasks: Sequence[ScoringTask],
     update_pin: bool = False,
-    progress: Progress | None = None,
+    progress: Say | None = None,
     pin: Path | None = None,
 ) -> BuildResult:
     """Record the sites into ``pack_dir`` and check the result against the pinned manifest
