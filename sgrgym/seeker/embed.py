@@ -523,12 +523,28 @@ class CachedEmbedder:
         self.model_id = embedder.model_id
         self.dims = embedder.dims
 
+    def _stored(self, texts: list[str]) -> dict[str, FloatMatrix]:
+        """The stored vectors among ``texts``."""
+        return self.cache.get_many(self.model_id, texts)
+
+    def _computed(self, texts: list[str]) -> FloatMatrix:
+        """Vectors for the texts the cache lacks, from the embedder."""
+        vectors = np.asarray(self.inner.embed(texts), dtype=np.float32)
+        if vectors.shape != (len(texts), self.dims):
+            raise ValueError(
+                f"{self.model_id} returned shape {vectors.shape} for {len(texts)} texts"
+            )
+        return vectors
+
+    def _store(self, texts: list[str], vectors: FloatMatrix) -> None:
+        self.cache.put_many(self.model_id, texts, vectors)
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Rows for ``texts``, bit-identical to the first time each text was embedded."""
         items = _check_texts(texts)
         if not items:
             return np.zeros((0, self.dims), dtype=np.float32)
-        found = self.cache.get_many(self.model_id, items)
+        found = self._stored(items)
         for text, vector in found.items():
             if vector.shape != (self.dims,):
                 raise UserError(
@@ -537,27 +553,23 @@ class CachedEmbedder:
                 )
         missing = [text for text in dict.fromkeys(items) if text not in found]
         if missing:
-            vectors = np.asarray(self.inner.embed(missing), dtype=np.float32)
-            if vectors.shape != (len(missing), self.dims):
-                raise ValueError(
-                    f"{self.model_id} returned shape {vectors.shape} for {len(missing)} texts"
-                )
-            self.cache.put_many(self.model_id, missing, vectors)
+            vectors = self._computed(missing)
+            self._store(missing, vectors)
             found.update(zip(missing, vectors, strict=True))
         return np.stack([found[text] for text in items]).astype(np.float32, copy=False)
 
 
-class RecordedEmbedder(Closing):
+class RecordedEmbedder(CachedEmbedder, Closing):
     """The vectors of every text a recorded run embeds, kept beside its model calls.
 
     A run of a model agent records what the model computed: its chat calls (requests-cache)
     and, in the same SQLite file, the vector of every text the run embeds (table
-    ``query_vectors``, keyed by the embedder's pinned id and the exact text). ``mode`` is the
-    chat calls' mode:
+    ``query_vectors``, keyed by the embedder's pinned id and the exact text): a
+    :class:`CachedEmbedder` over that file. ``mode`` is the chat calls' mode:
 
     - ``replay``: every vector comes from the recording, read-only; nothing is embedded (the
       embedding model is not even loaded), so a replay gives the same bytes on any processor.
-      A text the recording lacks is a :class:`UserError` naming it;
+      A text the recording lacks is a :class:`ReplayMiss` naming it;
     - ``record``: recorded vectors are used, missing ones are embedded and recorded;
     - ``refresh``: every text is embedded again and its recorded vector replaced.
 
@@ -577,12 +589,14 @@ class RecordedEmbedder(Closing):
             raise UserError(
                 f"{self.recording}: no recording to replay from: run once with mode record"
             )
-        self._store = QueryCache(self.recording, read_only=mode == "replay")
+        self.cache = QueryCache(self.recording, read_only=mode == "replay")
         self._load = load
         self._live: Embedder | None = None
         self._lock = threading.Lock()
 
-    def _embed_live(self, texts: list[str]) -> FloatMatrix:
+    @property
+    def inner(self) -> Embedder:  # type: ignore[override]
+        """The live embedder, built on first use (a replay never builds it)."""
         with self._lock:
             if self._live is None:
                 self._live = self._load()
@@ -590,40 +604,26 @@ class RecordedEmbedder(Closing):
                     raise UserError(
                         f"the embedder is {self._live.model_id}, the run records {self.model_id}"
                     )
-        vectors = np.asarray(self._live.embed(texts), dtype=np.float32)
-        if vectors.shape != (len(texts), self.dims):
-            raise ValueError(f"{self.model_id} returned shape {vectors.shape}")
-        return vectors
+            return self._live
 
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """One row per text: the recorded vector, or (record, refresh) a new recorded one."""
-        items = _check_texts(texts)
-        if not items:
-            return np.zeros((0, self.dims), dtype=np.float32)
-        unique = list(dict.fromkeys(items))
-        found = {} if self.mode == "refresh" else self._store.get_many(self.model_id, unique)
-        missing = [text for text in unique if text not in found]
-        if missing and self.mode == "replay":
+    def _stored(self, texts: list[str]) -> dict[str, FloatMatrix]:
+        return {} if self.mode == "refresh" else super()._stored(texts)
+
+    def _computed(self, texts: list[str]) -> FloatMatrix:
+        if self.mode == "replay":
             raise ReplayMiss(
                 f"embedding not in the recording {self.recording} ({self.model_id}, "
-                f"{len(missing)} text(s) starting {missing[0][:60]!r}): record it first (mode "
+                f"{len(texts)} text(s) starting {texts[0][:60]!r}): record it first (mode "
                 "record), or replay with the inputs it was recorded with"
             )
-        if missing:
-            vectors = self._embed_live(missing)
-            self._store.put_many(self.model_id, missing, vectors, replace=self.mode == "refresh")
-            found.update(zip(missing, vectors, strict=True))
-        for text in unique:
-            if found[text].shape != (self.dims,):
-                raise UserError(
-                    f"{self.recording}: the recorded vector of {text[:60]!r} has "
-                    f"{found[text].size} dims, {self.model_id} gives {self.dims}"
-                )
-        return np.stack([found[text] for text in items]).astype(np.float32, copy=False)
+        return super()._computed(texts)
+
+    def _store(self, texts: list[str], vectors: FloatMatrix) -> None:
+        self.cache.put_many(self.model_id, texts, vectors, replace=self.mode == "refresh")
 
     def close(self) -> None:
         """Close the recording's database (everything stored is already committed)."""
-        self._store.close()
+        self.cache.close()
 
 
 # --------------------------------------------------------------------------- factory
