@@ -252,6 +252,12 @@ class OnnxRunner:
         return self._run(ids, mask)
 
 
+def minilm_id(entry: ModelEntry) -> str:
+    """The model id of the pinned MiniLM: its name and the ONNX file's sha256 prefix, so
+    vectors cached or recorded under it never outlive the weights that made them."""
+    return f"{MINILM_NAME}@{entry.files['model.onnx'].sha256[:16]}"
+
+
 class OnnxMiniLM:
     """all-MiniLM-L6-v2 (ONNX fp32): 384 dims, mean pooling, L2-normalized, 256 tokens max.
 
@@ -280,7 +286,7 @@ class OnnxMiniLM:
         self.entry = entry
         self.model_dir = folder
         self.dims = entry.dims
-        self.model_id = f"{MINILM_NAME}@{entry.files['model.onnx'].sha256[:16]}"
+        self.model_id = minilm_id(entry)
         self._runner = OnnxRunner(
             model, tokenizer.decode("utf-8"), max_seq_length=entry.max_seq_length, threads=threads
         )
@@ -678,7 +684,7 @@ def embedder_id(name: str, models_dir: Path = DEFAULT_MODELS_DIR) -> tuple[str, 
         entry = load_models_manifest(path).entry(MINILM_NAME, path)
         if "model.onnx" not in entry.files:
             raise UserError(f"{path}: {MINILM_NAME} does not pin model.onnx")
-        return f"{MINILM_NAME}@{entry.files['model.onnx'].sha256[:16]}", entry.dims
+        return minilm_id(entry), entry.dims
     if name.startswith(OPENAI_PREFIX) and name[len(OPENAI_PREFIX) :] in _OPENAI_DIMS:
         return name, _OPENAI_DIMS[name[len(OPENAI_PREFIX) :]]
     raise UserError(
