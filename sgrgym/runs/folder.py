@@ -23,9 +23,9 @@ import shutil
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
@@ -64,6 +64,27 @@ def read_log(path: Path, what: str, repair: bool = True) -> list[tuple[int, Any]
         except BadJson as exc:
             raise UserError(f"{path} line {number}: {exc} ({shorten(line, 80)})") from None
     return records
+
+
+Record = TypeVar("Record", bound=BaseModel)
+
+
+def typed_record(model: type[Record], data: object, where: str, what: str) -> Record:
+    """``data`` as a ``model`` record; a bad one is an error naming ``where`` and the field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "(record)"
+        raise UserError(f"{where}: a {what} record: field {field}: {first['msg']}") from None
+
+
+def read_records(path: Path, model: type[Record], what: str) -> list[Record]:
+    """The typed records of a finished run's JSONL file (a missing file: none)."""
+    return [
+        typed_record(model, data, f"{path} line {number}", what)
+        for number, data in read_log(path, what, repair=False)
+    ]
 
 
 def _differences(found: Any, wanted: Any) -> str:

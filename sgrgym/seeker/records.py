@@ -10,10 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from sgrgym.core.errors import UserError
-from sgrgym.runs.folder import read_log
+from sgrgym.runs.folder import read_records, typed_record
 
 EPISODE = "SeekerGym episode"
 
@@ -53,17 +52,9 @@ class EpisodeRecord(BaseModel):
 
 def episode_record(data: object, where: str) -> EpisodeRecord:
     """``data`` as an episode record; a bad one is an error naming ``where`` and the field."""
-    try:
-        return EpisodeRecord.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise UserError(f"{where}: a {EPISODE} record: field {field}: {first['msg']}") from None
+    return typed_record(EpisodeRecord, data, where, EPISODE)
 
 
 def read_episodes(path: Path) -> list[EpisodeRecord]:
     """The episode records of a finished run's ``episodes.jsonl`` (a missing file: none)."""
-    return [
-        episode_record(data, f"{path} line {number}")
-        for number, data in read_log(path, EPISODE, repair=False)
-    ]
+    return read_records(path, EpisodeRecord, EPISODE)

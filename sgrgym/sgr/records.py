@@ -9,12 +9,11 @@ agent's calls, an agent CLI's session) beside the common fields.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
-from sgrgym.core.errors import UserError
-from sgrgym.runs.folder import read_log
+from sgrgym.runs.folder import read_records
 
 ANSWER = "SGR answer"
 TRAJECTORY = "SGR trajectory"
@@ -53,28 +52,11 @@ class TrajectoryRecord(BaseModel):
         return self.model_dump()
 
 
-Record = TypeVar("Record", bound=BaseModel)
-
-
-def _read(path: Path, model: type[Record], what: str) -> list[Record]:
-    found = []
-    for number, data in read_log(path, what, repair=False):
-        try:
-            found.append(model.model_validate(data))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "(record)"
-            raise UserError(
-                f"{path} line {number}: a {what} record: field {field}: {first['msg']}"
-            ) from None
-    return found
-
-
 def read_answers(path: Path) -> list[AnswerRecord]:
     """The answer records of a finished run's ``answers.jsonl`` (a missing file: none)."""
-    return _read(path, AnswerRecord, ANSWER)
+    return read_records(path, AnswerRecord, ANSWER)
 
 
 def read_trajectories(path: Path) -> list[TrajectoryRecord]:
     """The trajectory records of a finished run's ``trajectories.jsonl``."""
-    return _read(path, TrajectoryRecord, TRAJECTORY)
+    return read_records(path, TrajectoryRecord, TRAJECTORY)
