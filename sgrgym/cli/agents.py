@@ -9,29 +9,10 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sgrgym.cli.options import open_world_of
 from sgrgym.core import defaults
-
-if TYPE_CHECKING:
-    from sgrgym.sgr.make import SgrWorld
-
-
-def _world(args: argparse.Namespace) -> SgrWorld:
-    """The SGR world as ``sgr run`` opens it, with the episode budget of the options."""
-    from sgrgym.sgr.env import Budget
-    from sgrgym.sgr.make import open_world
-
-    budget = Budget(
-        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
-    )
-    return open_world(
-        args.pack,
-        args.tasks,
-        budget=budget,
-        current_date=args.current_date,
-        render=not args.no_render,
-    )
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -49,7 +30,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from sgrgym.sgr.cli_agents.tools import tools_sha256
     from sgrgym.sgr.run import SCORES, answered, finish_run, record_episode, run_card
 
-    world = _world(args)
+    world = open_world_of(args)
     env, files, tasks = world.env, world.files, world.tasks
     task = next((t for t in tasks if t.task_id == args.task), None)
     if task is None:
@@ -187,7 +168,7 @@ def cmd_cli_run(args: argparse.Namespace) -> int:
         if not api_key:
             raise UserError(f"--api-key-env {args.api_key_env}: that variable is empty or unset")
     allow = [parse_host_port(h) for h in args.allow_host] or [_base_url_host(args.base_url)]
-    world = _world(args)
+    world = open_world_of(args)
     env, files, tasks = world.env, world.files, world.tasks
     prompts = {t.task_id: episode_prompt(env, t, args.site_ops) for t in tasks}
     egress = None if args.no_egress_sandbox else Egress(allow)

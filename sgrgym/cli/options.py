@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from sgrgym.core import defaults
+
+if TYPE_CHECKING:
+    from sgrgym.sgr.make import SgrWorld
 
 
 def port_number(text: str) -> int:
@@ -51,4 +55,22 @@ def add_budget_options(parser: argparse.ArgumentParser) -> None:
         type=positive_seconds,
         default=defaults.STALL_S,
         help="stop a task after this long without a tool call (default: 3000, appendix C)",
+    )
+
+
+def open_world_of(args: argparse.Namespace) -> SgrWorld:
+    """The SGR world the options name (``--pack``, ``--tasks``, ``--current-date``,
+    ``--no-render``), with the episode budget of :func:`add_budget_options`."""
+    from sgrgym.sgr.env import Budget
+    from sgrgym.sgr.make import open_world
+
+    budget = Budget(
+        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
+    )
+    return open_world(
+        args.pack,
+        args.tasks,
+        budget=budget,
+        current_date=args.current_date,
+        render=not args.no_render,
     )

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sgrgym.cli.options import add_budget_options, positive_int
+from sgrgym.cli.options import add_budget_options, open_world_of, positive_int
 from sgrgym.core import defaults
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
@@ -15,7 +15,6 @@ from sgrgym.sgr.make import (
     demo_task_files,
     load_tasks,
     open_pack,
-    open_world,
     page_renderer,
 )
 
@@ -175,21 +174,11 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
 
         return cmd_cli_run(args)
     from sgrgym.core.output import progress_bar
-    from sgrgym.sgr.env import Budget
     from sgrgym.sgr.registry import AgentSetup, make_agent
     from sgrgym.sgr.run import run_card, run_tasks
     from sgrgym.sgr.score_table import render_report
 
-    budget = Budget(
-        max_tool_calls=args.max_tool_calls, max_wall_s=args.max_wall_s, stall_s=args.stall_s
-    )
-    world = open_world(
-        args.pack,
-        args.tasks,
-        budget=budget,
-        current_date=args.current_date,
-        render=not args.no_render,
-    )
+    world = open_world_of(args)
     env, files, tasks, references = world.env, world.files, world.tasks, world.references
     agent: Any
     if args.agent == LLM_AGENT:
