@@ -18,7 +18,7 @@ import numpy as np
 
 from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import Corpus, Document, Passage
-from sgrgym.seeker.retrieval import Matrix, observe
+from sgrgym.seeker.retrieval import Matrix, Scores, observe
 from sgrgym.seeker.store import PassageStore
 
 Embed = Callable[[Sequence[str]], Matrix]
@@ -106,7 +106,8 @@ class SeekerEnv:
         self.stop_rule = stop_rule
         self._documents = {d.id: d for d in corpus.documents}
         self._ids: list[str] = []
-        self._matrix: Matrix = np.zeros((0, store.manifest.dims), np.float32)
+        # The document's passage vectors, widened to float64 once (exactly) for every step.
+        self._matrix: Scores = np.zeros((0, store.manifest.dims), np.float64)
         self.state: EpisodeState | None = None
 
     def reset(self, doc_id: str, seed: int = 0) -> Observation:
@@ -116,7 +117,7 @@ class SeekerEnv:
         ids, matrix = self.store.matrix(doc_id)
         if ids != [p.id for p in document.passages]:
             raise UserError(f"{doc_id}: the store's passages differ from the corpus' passages")
-        self._ids, self._matrix = ids, matrix
+        self._ids, self._matrix = ids, matrix.astype(np.float64)
         self.state = EpisodeState(document, seed, self.horizon)
         return Observation(document.id, document.title, document.abstract)
 

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 Matrix = npt.NDArray[np.float32]
 Scores = npt.NDArray[np.float64]
+Vectors = Matrix | Scores  # float32 vectors, or the same values widened to float64 (exactly)
 
 EXACT_BAND = 1e-9  # float64 BLAS scores this close to a compared value are recomputed exactly
 NEAR_THETA = 1e-5  # ours: decisions this close to θ are counted as processor-sensitive
@@ -41,14 +42,14 @@ def exact_dot(a: npt.ArrayLike, b: npt.ArrayLike) -> float:
     return math.fsum(products.tolist())
 
 
-def cosine_scores(matrix: Matrix, queries: Matrix) -> Scores:
+def cosine_scores(matrix: Vectors, queries: Matrix) -> Scores:
     """float64 cosines of every query (rows of ``queries``) with every passage (rows of
     ``matrix``), from a BLAS product: within 1e-13 of the exact value, not bit-stable."""
     scores: Scores = np.asarray(queries, np.float64) @ np.asarray(matrix, np.float64).T
     return scores
 
 
-def _refine(scores: Scores, matrix: Matrix, queries: Matrix, mask: npt.NDArray[np.bool_]) -> None:
+def _refine(scores: Scores, matrix: Vectors, queries: Matrix, mask: npt.NDArray[np.bool_]) -> None:
     """Replace the scores under ``mask`` by their exact values (in place)."""
     for i, j in zip(*np.nonzero(mask), strict=True):
         scores[i, j] = exact_dot(queries[i], matrix[j])
@@ -62,22 +63,23 @@ class Retrieval:
     near_theta: int  # (query, passage) decisions whose cosine lies within NEAR_THETA of θ
 
 
-def observe(matrix: Matrix, queries: Matrix, theta: float) -> Retrieval:
+def observe(matrix: Vectors, queries: Matrix, theta: float) -> Retrieval:
     """Per query, the passage rows whose cosine exceeds ``theta``, and the near-θ count."""
     if len(queries) == 0:
         return Retrieval([], 0)
     scores = cosine_scores(matrix, queries)
-    _refine(scores, matrix, queries, np.abs(scores - theta) < NEAR_THETA + EXACT_BAND)
-    near = int(np.count_nonzero(np.abs(scores - theta) < NEAR_THETA))
+    band = np.abs(scores - theta) < NEAR_THETA + EXACT_BAND  # every score outside is decided
+    _refine(scores, matrix, queries, band)
+    near = int(np.count_nonzero(np.abs(scores[band] - theta) < NEAR_THETA))
     return Retrieval([np.flatnonzero(row > theta).tolist() for row in scores], near)
 
 
-def retrieve(matrix: Matrix, queries: Matrix, theta: float) -> list[list[int]]:
+def retrieve(matrix: Vectors, queries: Matrix, theta: float) -> list[list[int]]:
     """Per query, the passage row indices whose cosine with it exceeds ``theta`` (ascending)."""
     return observe(matrix, queries, theta).hits
 
 
-def best_cosines(matrix: Matrix, queries: Matrix) -> list[float]:
+def best_cosines(matrix: Vectors, queries: Matrix) -> list[float]:
     """Per query, its exact highest cosine with a row of ``matrix`` (-1.0 when it is empty)."""
     if len(matrix) == 0:
         return [-1.0] * len(queries)
