@@ -117,8 +117,12 @@ class FileDifferences(_Frozen):
 class RunReplay:
     name: str
     out: Path
-    differing: tuple[str, ...]  # result files whose bytes differ from the committed ones
-    differences: tuple[FileDifferences, ...] = ()  # what differs in each of them
+    differences: tuple[FileDifferences, ...] = ()  # what differs in each result file that does
+
+    @property
+    def differing(self) -> tuple[str, ...]:
+        """The result files whose bytes differ from the committed ones."""
+        return tuple(d.file.removeprefix(f"{self.name}/") for d in self.differences)
 
 
 class ReplayStatus(_Frozen):
@@ -498,24 +502,14 @@ def replay(folder: Path, out: Path, run_command: RunCommand, say: Say = _quiet) 
         for run in manifest.runs:
             say(f"replaying {run.name} ...")
             _run_command(run_command, run.name, command(run, cache, out / run.name, "replay"))
-            compared = [
-                (
-                    name,
-                    compare_file(
-                        f"{run.name}/{name}",
-                        (folder / run.name / name).read_bytes(),
-                        _bytes(out / run.name / name),
-                    ),
+            compared = (
+                compare_file(
+                    f"{run.name}/{name}",
+                    (folder / run.name / name).read_bytes(),
+                    _bytes(out / run.name / name),
                 )
                 for name in run.results
-            ]
-            found = [(name, c) for name, c in compared if c is not None]
-            replays.append(
-                RunReplay(
-                    name=run.name,
-                    out=out / run.name,
-                    differing=tuple(name for name, _ in found),
-                    differences=tuple(c for _, c in found),
-                )
             )
+            found = tuple(c for c in compared if c is not None)
+            replays.append(RunReplay(name=run.name, out=out / run.name, differences=found))
     return replays
