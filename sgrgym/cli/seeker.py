@@ -164,10 +164,9 @@ def cmd_export_model(args: argparse.Namespace) -> int:
 
 
 def _embedder(name: str, cache: Path | None) -> Any:
-    from sgrgym.seeker.embed import CachedEmbedder, QueryCache, load_embedder
+    from sgrgym.seeker.embed import load_embedder
 
-    embedder = load_embedder(name)
-    return CachedEmbedder(embedder, QueryCache(cache)) if cache else embedder
+    return load_embedder(name, query_cache=cache)
 
 
 def cmd_build_store(args: argparse.Namespace) -> int:

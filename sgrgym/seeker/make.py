@@ -39,7 +39,7 @@ def make_env(
     (e.g. the recorded vectors of a model agent), which must be the store's embedder.
     """
     from sgrgym.core.errors import UserError
-    from sgrgym.seeker.embed import CachedEmbedder, QueryCache, load_embedder
+    from sgrgym.seeker.embed import load_embedder
     from sgrgym.seeker.env import SeekerEnv
     from sgrgym.seeker.pinned import load_pinned_corpus
     from sgrgym.seeker.store import PassageStore
@@ -48,9 +48,7 @@ def make_env(
     corpus_data = load_pinned_corpus(corpus_file or corpus_path(corpus), store_dir, True)
     passages = PassageStore.open(store_dir)
     if embedder is None:
-        embedder = load_embedder(model)
-        if query_cache is not None:
-            embedder = CachedEmbedder(embedder, QueryCache(query_cache))
+        embedder = load_embedder(model, query_cache=query_cache)
     if embedder.model_id != passages.manifest.model_id:
         raise UserError(
             f"the store holds {passages.manifest.model_id} vectors, the embedder is "
