@@ -444,6 +444,8 @@ class QueryCache(Closing):
         if version not in (0, _SCHEMA_VERSION):
             self._db.close()
             raise UserError(f"{self.path}: query cache schema {version} is not supported")
+        # A file opened read-only cannot gain the table: whether it has one is decided here.
+        self._empty = read_only and not self._has_table()
         if read_only:
             return
         with self._db:
@@ -465,7 +467,7 @@ class QueryCache(Closing):
         unique = list(dict.fromkeys(texts))
         found: dict[str, FloatMatrix] = {}
         with self._lock:
-            if self.read_only and not self._has_table():
+            if self._empty:
                 return found
             for start in range(0, len(unique), _LOOKUP_CHUNK):
                 chunk = unique[start : start + _LOOKUP_CHUNK]
@@ -505,7 +507,7 @@ class QueryCache(Closing):
 
     def __len__(self) -> int:
         with self._lock:
-            if self.read_only and not self._has_table():
+            if self._empty:
                 return 0
             count: int = self._db.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]
         return count
