@@ -6,12 +6,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from sgrgym.core.numbers import fixed
 from sgrgym.seeker.retrieval import (
     NEAR_THETA,
     best_cosines,
     cosine_scores,
     exact_dot,
-    fixed,
     observe,
     query_diversity,
     retrieve,

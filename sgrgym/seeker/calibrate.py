@@ -82,6 +82,7 @@ from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.inputs import read_bytes
 from sgrgym.core.io import jsonl_line, write_atomic
+from sgrgym.core.numbers import exact_mean, fixed
 from sgrgym.core.output import Progress
 from sgrgym.core.table import format_table
 from sgrgym.core.version import __version__
@@ -110,7 +111,6 @@ from sgrgym.seeker.estimators import (
     visible_belief,
 )
 from sgrgym.seeker.pinned import load_pinned_corpus
-from sgrgym.seeker.retrieval import exact_mean, fixed
 from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.store import PassageStore, theta_note
 

@@ -48,12 +48,13 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.numbers import exact_mean, fixed
 from sgrgym.core.registry import Registry
 from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
 from sgrgym.seeker.env import EpisodeState
-from sgrgym.seeker.retrieval import best_cosines, exact_mean, fixed
+from sgrgym.seeker.retrieval import best_cosines
 
 if TYPE_CHECKING:
     from sgrgym.llm.chat import ChatReply

@@ -22,7 +22,6 @@ kernels move them by about 1e-7, and a retrieval decision whose cosine lies with
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -100,14 +99,3 @@ def query_diversity(vectors: Matrix) -> list[float]:
             continue
         out.append(1.0 - best_cosines(vectors[:i], vectors[i : i + 1])[0])
     return out
-
-
-def fixed(value: float, digits: int) -> float:
-    """``value`` rounded to ``digits`` decimals, written the same on every processor (-0.0 is
-    0.0): the precision every written derived number is given."""
-    return round(value, digits) + 0.0
-
-
-def exact_mean(values: Sequence[float]) -> float:
-    """The mean of ``values`` from a correctly rounded sum (:func:`math.fsum`)."""
-    return math.fsum(values) / len(values)

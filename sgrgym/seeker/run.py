@@ -30,6 +30,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
+from sgrgym.core.numbers import fixed
 from sgrgym.core.output import Progress
 from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
@@ -40,7 +41,7 @@ from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.records import EpisodeRecord, EpisodeStep, episode_record
-from sgrgym.seeker.retrieval import fixed, query_diversity
+from sgrgym.seeker.retrieval import query_diversity
 from sgrgym.seeker.store import theta_note
 
 

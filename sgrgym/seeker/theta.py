@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.io import write_atomic
+from sgrgym.core.numbers import fixed
 from sgrgym.core.output import Progress
 from sgrgym.seeker.agents import make_agent, noun_phrases
 from sgrgym.seeker.belief import belief_renderer
@@ -48,7 +49,7 @@ from sgrgym.seeker.corpus import Corpus
 from sgrgym.seeker.embed import Embedder
 from sgrgym.seeker.env import SeekerEnv
 from sgrgym.seeker.estimators import abstract_sentences
-from sgrgym.seeker.retrieval import NEAR_THETA, fixed
+from sgrgym.seeker.retrieval import NEAR_THETA
 from sgrgym.seeker.retrieval import best_cosines as exact_best
 from sgrgym.seeker.run import run_episode
 from sgrgym.seeker.store import MANIFEST, THETA_EVIDENCE, PassageStore, ThetaSelection
