@@ -9,10 +9,13 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import open_world_of
 from sgrgym.core import defaults
+
+if TYPE_CHECKING:
+    from sgrgym.sgr.cli_agents.agent import CliAgentOptions
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -132,92 +135,20 @@ def add_commands(areas: Any) -> None:
     mcp.set_defaults(handler=cmd_mcp)
 
 
-DEFAULT_CLI_ROOT = Path("benchmarks/cli-agents")  # one folder per profile, npm ci in each
+def cli_agent_options(args: argparse.Namespace) -> CliAgentOptions:
+    """The agent CLI options of ``sgr run --agent cli:NAME``."""
+    from sgrgym.sgr.cli_agents.agent import CliAgentOptions
 
-
-def _base_url_host(url: str) -> tuple[str, int]:
-    from urllib.parse import urlsplit
-
-    from sgrgym.core.errors import UserError
-
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UserError(f"--base-url {url!r}: give an http(s) URL, e.g. http://127.0.0.1:8080/v1")
-    return parts.hostname.lower(), parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def cmd_cli_run(args: argparse.Namespace) -> int:
-    from contextlib import nullcontext
-
-    from sgrgym.core.errors import UserError
-    from sgrgym.core.output import progress_bar, write_json
-    from sgrgym.sgr.cli_agents.egress import Egress, parse_host_port
-    from sgrgym.sgr.cli_agents.episode import episode_prompt
-    from sgrgym.sgr.cli_agents.profiles import load_profile
-    from sgrgym.sgr.cli_agents.runner import CliRunCard, CliSettings, run_cli_tasks
-    from sgrgym.sgr.cli_agents.tools import tools_sha256
-    from sgrgym.sgr.run import run_card
-    from sgrgym.sgr.score_table import render_report
-
-    profile, profile_sha256 = load_profile(args.agent[len("cli:") :])
-    if not args.base_url or not args.model:
-        raise UserError(f"--agent {args.agent}: give the model endpoint (--base-url and --model)")
-    api_key = "sgrgym-local"
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env, "")
-        if not api_key:
-            raise UserError(f"--api-key-env {args.api_key_env}: that variable is empty or unset")
-    allow = [parse_host_port(h) for h in args.allow_host] or [_base_url_host(args.base_url)]
-    world = open_world_of(args)
-    env, files, tasks = world.env, world.files, world.tasks
-    prompts = {t.task_id: episode_prompt(env, t, args.site_ops) for t in tasks}
-    egress = None if args.no_egress_sandbox else Egress(allow)
-    card = CliRunCard(
-        **run_card(env, args.agent, args.seed, files).model_dump(),
-        profile=profile.name,
-        profile_sha256=profile_sha256,
-        tools_sha256=tools_sha256(),
-        site_ops=args.site_ops,
-        model=args.model,
-        base_url=args.base_url,
+    return CliAgentOptions(
+        base_url=args.base_url or "",
+        model=args.model or "",
+        api_key_env=args.api_key_env,
+        allow_hosts=tuple(args.allow_host),
+        egress_sandbox=not args.no_egress_sandbox,
+        cli_dir=args.cli_dir,
         poll_s=args.poll_s,
-        egress=[f"{h}:{p}" for h, p in allow] if egress else [],
-    )
-    cli_dir = (args.cli_dir or DEFAULT_CLI_ROOT / profile.name).resolve()
-    settings = CliSettings(
-        profile=profile,
-        cli_dir=cli_dir,
-        base_url=args.base_url,
-        model=args.model,
-        api_key=api_key,
-        pack_dir=env.snapshot.pack_dir.resolve(),
-        task_files=tuple(p.resolve() for p in files),
-        budget=env.budget,
-        current_date=args.current_date,
         site_ops=args.site_ops,
-        no_render=args.no_render,
-        poll_s=args.poll_s,
-        egress=egress,
     )
-    env.snapshot.close()
-    env.close()
-    with egress or nullcontext():
-        report = run_cli_tasks(
-            settings,
-            env.sites,
-            tasks,
-            prompts,
-            args.out,
-            card,
-            args.jobs,
-            None if args.quiet else progress_bar,
-        )
-    if args.json:
-        write_json(report.model_dump_json(exclude={"tasks"}))
-    else:
-        print(render_report(report, f"{args.agent} agent"))
-        print(f"\nanswers, trajectories, transcripts and scores in {args.out}/")
-    return 0
 
 
 def add_cli_run_options(run: argparse.ArgumentParser) -> None:
@@ -238,7 +169,7 @@ def add_cli_run_options(run: argparse.ArgumentParser) -> None:
         "--cli-dir",
         type=Path,
         metavar="DIR",
-        help=f"the folder the CLI is installed in (default: {DEFAULT_CLI_ROOT}/NAME)",
+        help=f"the folder the CLI is installed in (default: {defaults.CLI_AGENTS_ROOT}/NAME)",
     )
     group.add_argument("--base-url", metavar="URL", help="the model endpoint the CLI talks to")
     group.add_argument("--model", metavar="NAME", help="the model name sent to the endpoint")
@@ -268,8 +199,8 @@ def add_cli_run_options(run: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--poll-s",
         type=positive_seconds,
-        default=5.0,
-        help="seconds between answer and progress polls (default: 5, appendix C)",
+        default=defaults.CLI_POLL_S,
+        help="seconds between answer and progress polls (default: %(default)s, appendix C)",
     )
     group.add_argument(
         "--site-ops", action="store_true", help="also offer site operations (operate)"

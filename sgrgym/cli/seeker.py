@@ -8,11 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
+
+if TYPE_CHECKING:
+    from sgrgym.seeker.llm_agent import LLMSeekerOptions
 
 
 def cmd_build_corpus(args: argparse.Namespace) -> int:
@@ -228,17 +231,15 @@ def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = N
     )
 
 
-def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
-    """The LLM agent of ``--agent llm`` over a metered, recorded chat client."""
+def _llm_options(args: argparse.Namespace) -> LLMSeekerOptions:
+    """The chat model and what it asks for under ``--agent llm``."""
     from sgrgym.core.errors import UserError
-    from sgrgym.llm.options import llm_options, open_meter
-    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
+    from sgrgym.llm.options import llm_options
+    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerOptions
 
     options = llm_options(args)
     if (args.stop_q_hat is None) != (args.stop_delta is None):
         raise UserError("calibrated stopping needs both --stop-q-hat Q and --stop-delta D")
-    if args.queries_per_step is not None and args.queries_per_step < 1:
-        raise UserError(f"--queries-per-step must be at least 1, got {args.queries_per_step}")
     settings = LLMAgentSettings(
         queries_per_step=args.queries_per_step or DEFAULT_QUERIES,
         estimate=args.llm_estimate or args.stop_q_hat is not None,
@@ -248,65 +249,58 @@ def _llm_agent(args: argparse.Namespace, render: Any) -> Any:
         sampling=options.sampling(),
         prompt=args.prompt,
     )
-    return LLMSeekerAgent(open_meter(options), render, settings)
+    return LLMSeekerOptions(chat=options, settings=settings)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from sgrgym.core.errors import UserError
-    from sgrgym.seeker.agents import make_agent
+    from sgrgym.seeker.agents import AgentSetup, make_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.seeker.run import run_seeker
+    from sgrgym.seeker.run import RecordingAgent, run_agent
 
     if args.jobs < 1:
         raise UserError(f"--jobs must be at least 1, got {args.jobs}")
-    llm_only = {
-        "--llm-model": args.llm_model,
-        "--llm-estimate": args.llm_estimate,
-        "--stop-q-hat": args.stop_q_hat,
-        "--stop-delta": args.stop_delta,
-        "--prompt": args.prompt,
-    }
-    given = [flag for flag, value in llm_only.items() if value not in (None, False)]
-    if args.agent != "llm" and given:
-        raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
-    recorded = None
-    if args.agent == "llm":  # its query vectors are recorded beside its model calls
-        from sgrgym.llm.options import llm_options
-        from sgrgym.seeker.embed import recorded_embedder
-
-        options = llm_options(args)
-        recorded = recorded_embedder(
-            args.model,
-            options.cache,
-            options.mode,
-            lambda: _embedder(args.model, args.query_cache),
-        )
-    env = _env(args, args.theta, recorded)
-    docs = args.docs or env.store.documents()
     render = belief_renderer(args.belief)
-    llm = _llm_agent(args, render) if args.agent == "llm" else None
-    agent = llm or make_agent(args.agent, args.queries_per_step)
-    if llm is not None and llm.settings.stopping:
-        env.stop_rule = llm.stop_rule
-    try:
-        summary = run_seeker(
-            env,
-            agent,
-            render,
-            args.belief,
-            docs,
-            args.seeds,
-            args.out,
-            None if args.quiet else progress_bar,
-            jobs=args.jobs,
-        )
-    finally:
-        if llm is not None:
-            if args.out.is_dir():
-                llm.write_log(args.out)  # the mode and cache hits: the log, not a result
-            llm.close()
-        if recorded is not None:
-            recorded.close()
+    agent = make_agent(
+        args.agent,
+        AgentSetup(
+            per_step=args.queries_per_step,
+            render=render,
+            embedder=args.model,
+            load_embedder=lambda: _embedder(args.model, args.query_cache),
+            llm=lambda: _llm_options(args),
+        ),
+    )
+    if not isinstance(agent, RecordingAgent):
+        llm_only = {
+            "--llm-model": args.llm_model,
+            "--llm-estimate": args.llm_estimate,
+            "--stop-q-hat": args.stop_q_hat,
+            "--stop-delta": args.stop_delta,
+            "--prompt": args.prompt,
+        }
+        given = [flag for flag, value in llm_only.items() if value not in (None, False)]
+        if given:
+            raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
+        env = _env(args, args.theta)
+    else:  # its query vectors are recorded beside its model calls: a replay embeds nothing
+        try:
+            env = _env(args, args.theta, agent.embedder)
+        except BaseException:
+            agent.close()
+            raise
+    docs = args.docs or env.store.documents()
+    summary = run_agent(
+        env,
+        agent,
+        render,
+        args.belief,
+        docs,
+        args.seeds,
+        args.out,
+        None if args.quiet else progress_bar,
+        jobs=args.jobs,
+    )
     if args.json:
         write_json(summary.model_dump_json())
     else:
@@ -334,7 +328,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_sweep_theta(args: argparse.Namespace) -> int:
     from sgrgym.core.table import format_table
-    from sgrgym.seeker.agents import make_agent
+    from sgrgym.seeker.agents import AgentSetup, make_agent
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.run import run_seeker
 
@@ -346,7 +340,7 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
         docs = args.docs or env.store.documents()
         summary = run_seeker(
             env,
-            make_agent(args.agent, args.queries_per_step),
+            make_agent(args.agent, AgentSetup(per_step=args.queries_per_step)),
             belief_renderer(args.belief),
             args.belief,
             docs,
@@ -448,7 +442,6 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
-        LLMOptions,
         calibration_folder,
         render_stopping,
         render_table,
@@ -457,11 +450,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
     try:
         llm = None
-        if "llm" in args.estimator:
+        if "llm" in args.estimator:  # its chat model, from the --llm-* options
             from sgrgym.llm.options import llm_options
+            from sgrgym.seeker.estimators import LLMEstimatorOptions
 
             chat = llm_options(args, "--estimator llm")
-            llm = LLMOptions(**chat.model_dump(), prompt=args.prompt)
+            llm = LLMEstimatorOptions(**chat.model_dump(), prompt=args.prompt)
         options = CalibrateOptions(
             corpus_file=args.corpus_file or corpus_path(args.corpus),
             store_dir=args.store or store_path(args.corpus, args.model),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import add_budget_options, open_world_of, positive_int
 from sgrgym.core import defaults
@@ -17,6 +17,9 @@ from sgrgym.sgr.make import (
     open_pack,
     page_renderer,
 )
+
+if TYPE_CHECKING:
+    from sgrgym.sgr.registry import LLMAgentOptions
 
 
 def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
@@ -156,74 +159,56 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
     return 0
 
 
-LLM_AGENT = "llm"  # a chat model calling the tools (sgrgym.sgr.llm_agent); cli:NAME: a CLI
-
-
 def _agent_name(text: str) -> str:
     from sgrgym.sgr.registry import AGENTS
 
-    if text in AGENTS or text == LLM_AGENT or (text.startswith("cli:") and text[4:]):
+    if text in AGENTS:
         return text
-    unknown = AGENTS.unknown(text, extra=(LLM_AGENT, "cli:NAME (an agent CLI profile)"))
-    raise argparse.ArgumentTypeError(str(unknown))
+    raise argparse.ArgumentTypeError(str(AGENTS.unknown(text)))
 
 
 def cmd_sgr_run(args: argparse.Namespace) -> int:
-    if args.agent.startswith("cli:"):
-        from sgrgym.cli.agents import cmd_cli_run
-
-        return cmd_cli_run(args)
+    from sgrgym.cli.agents import cli_agent_options
     from sgrgym.core.output import progress_bar
     from sgrgym.sgr.registry import AgentSetup, make_agent
-    from sgrgym.sgr.run import run_card, run_tasks
+    from sgrgym.sgr.run import ModelAgent, run_agent
     from sgrgym.sgr.score_table import render_report
 
     world = open_world_of(args)
-    env, files, tasks, references = world.env, world.files, world.tasks, world.references
-    agent: Any
-    if args.agent == LLM_AGENT:
-        agent = _llm_agent(args)
-    else:
-        ids = tuple(t.task_id for t in tasks)
-        agent = make_agent(args.agent, AgentSetup(references, ids, args.seed, args.random_steps))
-    card = run_card(env, agent, args.seed, files)
-    if args.agent == LLM_AGENT:
-        from sgrgym.sgr.llm_agent import LLMRunCard
-
-        card = LLMRunCard(**card.model_dump(), llm=agent.settings)
-    show = None if args.quiet else progress_bar
+    setup = AgentSetup(
+        references=world.references,
+        task_ids=tuple(t.task_id for t in world.tasks),
+        seed=args.seed,
+        steps=args.random_steps,
+        llm=lambda: _llm_options(args),
+        cli=lambda: cli_agent_options(args),
+    )
     try:
-        with env.snapshot:
-            report = run_tasks(env, agent, tasks, args.out, card, show, jobs=args.jobs)
-        if args.agent == LLM_AGENT:
-            agent.write_log(args.out)  # llm_run.json: the mode, cache hits, retries
+        agent = make_agent(args.agent, setup)
+        with world.env.snapshot:
+            show = None if args.quiet else progress_bar
+            report = run_agent(world, agent, args.out, args.seed, show, jobs=args.jobs)
     finally:
-        env.close()
-        if args.agent == LLM_AGENT:
-            agent.close()
+        world.env.close()
     if args.json:
         write_json(report.model_dump_json(exclude={"tasks"}))
-    else:
-        print(render_report(report, f"{agent.name} agent"))
-        if args.agent == "llm":
-            from sgrgym.sgr.llm_agent import read_totals, totals_line
-
-            print(f"\n{totals_line(read_totals(args.out))}")
-        print(f"\nanswers, trajectories and scores in {args.out}/")
+        return 0
+    print(render_report(report, f"{agent.name} agent"))
+    if isinstance(agent, ModelAgent):
+        print(f"\n{agent.summary(args.out)}")
+    print(f"\nanswers, trajectories and scores in {args.out}/")
     return 0
 
 
-def _llm_agent(args: argparse.Namespace) -> Any:
-    """The LLM agent the options name, with its metered, recorded chat client."""
+def _llm_options(args: argparse.Namespace) -> LLMAgentOptions:
+    """The chat model and limits of ``--agent llm``."""
     from sgrgym.llm.options import llm_options
-    from sgrgym.sgr.llm_agent import make_llm_agent
+    from sgrgym.sgr.registry import LLMAgentOptions
 
     if args.llm_model is None:
         args.llm_model = args.model  # --model names the endpoint's model for CLIs too
-    options = llm_options(args)
-    return make_llm_agent(
-        options,
-        seed=args.seed if options.seed is None else options.seed,
+    return LLMAgentOptions(
+        chat=llm_options(args),
         site_ops=args.site_ops,
         max_turns=args.llm_max_turns,
         result_chars=args.llm_result_chars,

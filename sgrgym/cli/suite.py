@@ -11,19 +11,11 @@ SHOWN_DIFFERENCES = 8  # baseline differences printed by `sgrgym run`; replay.js
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from sgrgym.core.errors import UserError
     from sgrgym.suite.config import load_config
     from sgrgym.suite.layout import BASELINE, REPLAY_JSON, baseline_status
     from sgrgym.suite.main import run_all
 
     config = load_config(args.config)
-    special = [a for a in args.agent or [] if a == "llm" or a.startswith("cli:")]
-    if special:
-        raise UserError(
-            f"--agent {special[0]}: sgrgym run takes LLM agents from an [llm] table in --config "
-            "(model, base_url, cache, mode; see README), and agent CLIs from `sgrgym sgr run "
-            "--agent cli:NAME`"
-        )
     if args.agent:
         extra = [a for a in args.agent if a not in config.sgr.agents]
         config = config.model_copy(

@@ -11,3 +11,5 @@ CURRENT_DATE = "2026-01-01"  # ours: the date SGR agents are shown (the demo pac
 EMBEDDER = "minilm-l6-onnx"  # ours: SeekerGym's pinned offline embedder (all-MiniLM-L6-v2)
 SEEKER_CORPUS = "demo"  # the SeekerGym demo corpus (built from the pinned Django sdist)
 SGR_PACK = "demo"  # the SGR demo pack (the replica sites, recorded)
+CLI_AGENTS_ROOT = "benchmarks/cli-agents"  # ours: one install folder per agent CLI profile
+CLI_POLL_S = 5.0  # SGR-Bench appendix C: answer extraction polled every 5 s

@@ -12,11 +12,18 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.registry import Registry
 from sgrgym.seeker.env import EpisodeState
+
+if TYPE_CHECKING:
+    from sgrgym.seeker.belief import Renderer
+    from sgrgym.seeker.embed import Embedder
+    from sgrgym.seeker.llm_agent import LLMSeekerOptions
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9(\"'])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.+-]*[A-Za-z0-9]|[A-Za-z]")
@@ -109,24 +116,55 @@ class OracleTextAgent:
         return [p.text for p in state.document.passages]
 
 
-AgentFactory = Callable[[int | None], SeekerAgent]  # queries a step (None: the agent's own)
+@dataclass(frozen=True)
+class AgentSetup:
+    """What a SeekerGym agent is built from."""
+
+    per_step: int | None = None  # queries a step (None: the agent's own)
+    render: Renderer | None = None  # the belief renderer (a model agent prompts with it)
+    embedder: str = defaults.EMBEDDER  # the pinned embedder a model agent records vectors of
+    load_embedder: Callable[[], Embedder] | None = None  # loaded only to fill a recording
+    # The llm agent's chat model, asked for only by that agent (a missing flag is named then):
+    llm: Callable[[], LLMSeekerOptions] | None = None
+
+
+def _sentences(setup: AgentSetup) -> SeekerAgent:
+    return SentencesAgent() if setup.per_step is None else SentencesAgent(setup.per_step)
+
+
+def _phrases(setup: AgentSetup) -> SeekerAgent:
+    return PhrasesAgent() if setup.per_step is None else PhrasesAgent(setup.per_step)
+
+
+def _llm(setup: AgentSetup) -> SeekerAgent:
+    from sgrgym.seeker.llm_agent import make_llm_agent
+
+    if setup.llm is None or setup.render is None or setup.load_embedder is None:
+        raise UserError(
+            "the llm agent needs a chat model: `sgrgym seeker run --agent llm --llm-model NAME "
+            "--base-url URL --llm-cache FILE`; `sgrgym run` runs it from an [llm] table in "
+            "--config (model, base_url, cache, mode; see README)"
+        )
+    return make_llm_agent(setup.llm(), setup.render, setup.embedder, setup.load_embedder)
+
+
+AgentFactory = Callable[[AgentSetup], SeekerAgent]
 AGENTS: Registry[AgentFactory] = Registry("SeekerGym agent")
-AGENTS.register(
-    "sentences",
-    lambda n: SentencesAgent() if n is None else SentencesAgent(n),
-    "the abstract's sentences, in order",
-)
-AGENTS.register(
-    "phrases",
-    lambda n: PhrasesAgent() if n is None else PhrasesAgent(n),
-    "the abstract's noun phrases, in order",
-)
-AGENTS.register("oracle-text", lambda n: OracleTextAgent(), "every passage's own text at once")
+AGENTS.register("sentences", _sentences, "the abstract's sentences, in order")
+AGENTS.register("phrases", _phrases, "the abstract's noun phrases, in order")
+AGENTS.register("oracle-text", lambda _: OracleTextAgent(), "every passage's own text at once")
+AGENTS.register("llm", _llm, "a chat model's queries from the rendered belief")
 
 
-def make_agent(name: str, per_step: int | None = None) -> SeekerAgent:
-    """An agent by name; ``per_step`` queries a step (default: 2 sentences or 4 phrases, ours:
-    the paper lets an agent issue one or more queries a step and gives no number)."""
-    if per_step is not None and per_step < 1:
-        raise UserError(f"queries per step must be at least 1, got {per_step}")
-    return AGENTS.get(name)(per_step)
+def register_agent(name: str, factory: AgentFactory, help_text: str = "") -> None:
+    """Make ``name`` available to ``seeker run --agent`` and ``[seeker] agents``."""
+    AGENTS.register(name, factory, help_text)
+
+
+def make_agent(name: str, setup: AgentSetup | None = None) -> SeekerAgent:
+    """An agent by name; ``setup.per_step`` queries a step (default: 2 sentences or 4 phrases,
+    ours: the paper lets an agent issue one or more queries a step and gives no number)."""
+    setup = setup or AgentSetup()
+    if setup.per_step is not None and setup.per_step < 1:
+        raise UserError(f"queries per step must be at least 1, got {setup.per_step}")
+    return AGENTS.get(name)(setup)

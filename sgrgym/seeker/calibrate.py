@@ -86,9 +86,8 @@ from sgrgym.core.numbers import exact_mean, fixed
 from sgrgym.core.output import Progress
 from sgrgym.core.table import format_table
 from sgrgym.core.version import __version__
-from sgrgym.llm.settings import LLMOptions as ChatOptions
 from sgrgym.runs.folder import open_run_folder
-from sgrgym.seeker.agents import SeekerAgent, make_agent
+from sgrgym.seeker.agents import AgentSetup, SeekerAgent, make_agent
 from sgrgym.seeker.belief import Renderer, belief_renderer, dedup_belief
 from sgrgym.seeker.corpus import Corpus, Document, corpus_sha256
 from sgrgym.seeker.embed import (
@@ -100,18 +99,19 @@ from sgrgym.seeker.embed import (
 )
 from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import (
-    COMPLETENESS_PROMPT,
     CompletenessEstimator,
     EstimateCache,
+    EstimatorSetup,
     LLMEstimator,
+    LLMEstimatorOptions,
     VisibleBelief,
     clamp_ratio,
-    load_prompt,
     make_estimator,
     visible_belief,
 )
 from sgrgym.seeker.pinned import load_pinned_corpus
 from sgrgym.seeker.run import episode_seed
+from sgrgym.seeker.stopping import STOP_TOLERANCE, fires, stop_step
 from sgrgym.seeker.store import PassageStore, theta_note
 
 FloatArray = npt.NDArray[np.float64]
@@ -134,7 +134,6 @@ DEFAULT_FAILURE_RULE = "worst"
 ESTIMATE_BELIEF = "dedup-hidden-ids"  # what the estimator sees (section 3.3: dedup trajectory)
 STOP_DELTAS = (0.05, 0.1, 0.2, 0.3)  # ours: the paper gives no δ
 ROUND = 6
-STOP_TOLERANCE = 1e-12
 
 
 def interval_width_for(corpus: str) -> int:
@@ -587,19 +586,6 @@ def trace_episode(
     )
 
 
-def fires(c_hat: float | None, q_hat: float, delta: float) -> bool:
-    """ĉ - q̂ >= δ (figure 2d), with :data:`STOP_TOLERANCE`; never for an unreadable ĉ."""
-    return c_hat is not None and c_hat - q_hat >= delta - STOP_TOLERANCE
-
-
-def stop_step(c_hat: Sequence[float | None], q_hat: float, delta: float) -> int:
-    """The first step t (1-based) with ĉ_t - q̂ >= δ, else the horizon ``len(c_hat)``."""
-    for t, value in enumerate(c_hat, start=1):
-        if fires(value, q_hat, delta):
-            return t
-    return len(c_hat)
-
-
 class StoppingResult(BaseModel):
     """Calibrated stopping at one δ, judged where it stops (figure 2d), against running every
     episode to the horizon."""
@@ -1040,16 +1026,6 @@ def calibration_folder(options: CalibrateOptions) -> Iterator[Callable[[], None]
 # The `sgrgym seeker calibrate` pipeline
 
 
-class LLMOptions(ChatOptions):
-    """The chat model behind ``--estimator llm``: the shared ``--llm-*`` options
-    (:mod:`sgrgym.llm.options`) and the estimator's prompt file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    temperature: float = 0.0
-    prompt: Path | None = None  # None: the packaged completeness-v1 prompt
-
-
 class CalibrateOptions(BaseModel):
     """Everything ``sgrgym seeker calibrate`` needs (paths already resolved)."""
 
@@ -1077,18 +1053,7 @@ class CalibrateOptions(BaseModel):
     episode_seeds: int = Field(default=1, ge=1)
     estimate_cache: Path | None = None
     out: Path | None = None
-    llm: LLMOptions | None = None
-
-
-def make_llm_estimator(options: LLMOptions) -> LLMEstimator:
-    """The LLM estimator over a recorded chat client."""
-    from sgrgym.llm.options import open_client
-
-    template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)
-    params = {k: v for k, v in options.sampling().items() if k != "temperature"}
-    return LLMEstimator(
-        open_client(options), template=template, temperature=options.temperature, params=params
-    )
+    llm: LLMEstimatorOptions | None = None
 
 
 def open_embedder(model: str, query_cache: Path | None) -> CachedEmbedder:
@@ -1137,7 +1102,7 @@ def run_stopping(
     environment (the episode ends when the rule fires), judged against the horizon runs."""
     estimate = stopping_estimate(estimator, cache, calibration, options.estimate_belief)
     doc_ids = [d.id for d in env.corpus.documents]
-    agent = make_agent(options.agent, options.queries_per_step)
+    agent = make_agent(options.agent, AgentSetup(per_step=options.queries_per_step))
     env.stop_rule = None
     full = trace_episodes(env, agent, estimate, doc_ids, options.episode_seeds, progress)
     q_hat = calibration.q_hat_full_pool
@@ -1191,11 +1156,8 @@ def _calibrate_all(
 ) -> list[CalibrationReport]:
     belief_renderer(options.estimate_belief)
     estimators: list[CompletenessEstimator] = []
-    for name in options.estimators:
-        if name == "llm" and options.llm is not None:
-            estimators.append(make_llm_estimator(options.llm))
-        else:
-            estimators.append(make_estimator(name, embedder))
+    setup = EstimatorSetup(embedder=embedder, llm=options.llm)
+    estimators = [make_estimator(name, setup) for name in options.estimators]
     pool = build_pool(corpus, width, options.seed)
     cache = EstimateCache(options.estimate_cache)
     env = None

@@ -50,6 +50,7 @@ from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
 from sgrgym.core.numbers import exact_mean, fixed
 from sgrgym.core.registry import Registry
+from sgrgym.llm.settings import LLMOptions as ChatOptions
 from sgrgym.runs.folder import read_log
 from sgrgym.seeker.belief import Renderer, dedup_belief
 from sgrgym.seeker.embed import Embedder, FloatMatrix
@@ -472,31 +473,60 @@ class LLMEstimator:
 # Registry and cache
 
 
-def _abstract_coverage(embedder: Embedder | None) -> CompletenessEstimator:
-    if embedder is None:
+class LLMEstimatorOptions(ChatOptions):
+    """The chat model behind ``--estimator llm``: the shared ``--llm-*`` options
+    (:mod:`sgrgym.llm.options`) and the estimator's prompt file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: float = 0.0
+    prompt: Path | None = None  # None: the packaged completeness-v1 prompt
+
+
+@dataclass(frozen=True)
+class EstimatorSetup:
+    """What an estimator is built from: the pinned embedder (abstract-coverage) and the chat
+    model (llm)."""
+
+    embedder: Embedder | None = None
+    llm: LLMEstimatorOptions | None = None
+
+
+def _abstract_coverage(setup: EstimatorSetup) -> CompletenessEstimator:
+    if setup.embedder is None:
         raise UserError("abstract-coverage needs the pinned embedder")
-    return AbstractCoverageEstimator(embedder)
+    return AbstractCoverageEstimator(setup.embedder)
 
 
-EstimatorFactory = Callable[["Embedder | None"], CompletenessEstimator]
-ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator")
-ESTIMATORS.register("constant", lambda _: ConstantEstimator(), "the calibration split's mean c")
-ESTIMATORS.register("abstract-coverage", _abstract_coverage, "cosines of the abstract")
-ESTIMATORS.register("visible-count", lambda _: VisibleCountEstimator(), "k / (k + half)")
-OFFLINE_ESTIMATORS = tuple(ESTIMATORS.names())
-LLM_ESTIMATOR = "llm"  # served by the LLM layer (LLMEstimator over a recorded chat client)
+def _llm(setup: EstimatorSetup) -> CompletenessEstimator:
+    """The LLM estimator over a recorded chat client."""
+    from sgrgym.llm.options import open_client
 
-
-def make_estimator(name: str, embedder: Embedder | None = None) -> CompletenessEstimator:
-    """An offline estimator by name (``abstract-coverage`` needs ``embedder``)."""
-    if name == LLM_ESTIMATOR and name not in ESTIMATORS:
+    options = setup.llm
+    if options is None:
         raise UserError(
             "the llm estimator needs a chat model from the LLM layer: pass --llm-model, "
             "--base-url and --llm-cache (in Python: LLMEstimator(ChatClient(...)))"
         )
-    if name not in ESTIMATORS:
-        raise ESTIMATORS.unknown(name, extra=(LLM_ESTIMATOR,))
-    return ESTIMATORS.get(name)(embedder)
+    template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)
+    params = {k: v for k, v in options.sampling().items() if k != "temperature"}
+    return LLMEstimator(
+        open_client(options), template=template, temperature=options.temperature, params=params
+    )
+
+
+EstimatorFactory = Callable[[EstimatorSetup], CompletenessEstimator]
+ESTIMATORS: Registry[EstimatorFactory] = Registry("estimator")
+ESTIMATORS.register("constant", lambda _: ConstantEstimator(), "the calibration split's mean c")
+ESTIMATORS.register("abstract-coverage", _abstract_coverage, "cosines of the abstract")
+ESTIMATORS.register("visible-count", lambda _: VisibleCountEstimator(), "k / (k + half)")
+ESTIMATORS.register("llm", _llm, "a chat model's ĉ from the dedup belief (section 3.3)")
+
+
+def make_estimator(name: str, setup: EstimatorSetup | None = None) -> CompletenessEstimator:
+    """An estimator by name (``abstract-coverage`` needs ``setup.embedder``, ``llm`` its
+    ``setup.llm``)."""
+    return ESTIMATORS.get(name)(setup or EstimatorSetup())
 
 
 class _CachedEstimate(BaseModel):

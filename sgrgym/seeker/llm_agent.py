@@ -23,21 +23,27 @@ with :func:`parse_queries`. The paper lets an agent issue "one or more" queries 
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sgrgym.llm.chat import CallRecord
 from sgrgym.llm.usage import CallMeter, totals_of
 from sgrgym.seeker.belief import Renderer
-from sgrgym.seeker.env import EpisodeState
+from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.estimators import PROMPTS_DIR, PromptTemplate, load_prompt, parse_completeness
+
+if TYPE_CHECKING:
+    from sgrgym.llm.settings import LLMOptions
+    from sgrgym.seeker.embed import Embedder, RecordedEmbedder
 
 QUERIES_PROMPT_FILE = PROMPTS_DIR / "queries-v1.json"
 ESTIMATE_PROMPT_FILE = PROMPTS_DIR / "queries-estimate-v1.json"
@@ -157,10 +163,17 @@ class LLMSeekerAgent:
 
     name = "llm"
 
-    def __init__(self, meter: CallMeter, render: Renderer, settings: LLMAgentSettings) -> None:
+    def __init__(
+        self,
+        meter: CallMeter,
+        render: Renderer,
+        settings: LLMAgentSettings,
+        embedder: RecordedEmbedder | None = None,
+    ) -> None:
         self.meter = meter
         self.render = render
         self.settings = settings
+        self.embedder = embedder  # its query vectors, recorded beside its calls
         default = ESTIMATE_PROMPT_FILE if settings.estimate else QUERIES_PROMPT_FILE
         self.template: PromptTemplate = load_prompt(settings.prompt or default)
         self._lock = threading.Lock()
@@ -171,8 +184,20 @@ class LLMSeekerAgent:
         self.meter.write_log(out_dir)
 
     def close(self) -> None:
-        """Close the chat client (and its recorded cache)."""
+        """Close the chat client (and its recorded cache) and the recorded query vectors."""
         self.meter.client.close()
+        if self.embedder is not None:
+            self.embedder.close()
+
+    def attach(self, env: SeekerEnv) -> SeekerEnv:
+        """A shallow copy of ``env`` embedding through the recorded query vectors, stopped by
+        this agent's rule under calibrated stopping."""
+        own = copy.copy(env)
+        if self.embedder is not None:
+            own.embed = self.embedder.embed
+        if self.settings.stopping:
+            own.stop_rule = self.stop_rule
+        return own
 
     def card(self) -> dict[str, Any]:
         """The run card's ``llm`` part: model, sampling, seed rule, prompt and price sha256."""
@@ -217,7 +242,7 @@ class LLMSeekerAgent:
     def stop_rule(self, state: EpisodeState) -> bool:
         """The env's stop rule (with ``q_hat`` and ``delta``): ĉ of the belief after this step,
         from the reply that also holds the next step's queries; never at the horizon."""
-        from sgrgym.seeker.calibrate import fires
+        from sgrgym.seeker.stopping import fires
 
         q_hat, delta = self.settings.q_hat, self.settings.delta
         if q_hat is None or delta is None or len(state.history) >= state.horizon:
@@ -244,3 +269,33 @@ class LLMSeekerAgent:
             "stopped": state.stopped,
             "totals": totals_of(episode.calls, malformed).model_dump(mode="json"),
         }
+
+
+@dataclass(frozen=True)
+class LLMSeekerOptions:
+    """The ``llm`` agent's chat model and what it asks for (``seeker run --llm-*``, ``[llm]``)."""
+
+    chat: LLMOptions
+    settings: LLMAgentSettings
+
+
+def make_llm_agent(
+    options: LLMSeekerOptions,
+    render: Renderer,
+    embedder_name: str,
+    load_embedder: Callable[[], Embedder],
+) -> LLMSeekerAgent:
+    """The SeekerGym LLM agent over the recorded chat client ``options`` name; its query
+    vectors are recorded in the same file under the pinned embedder ``embedder_name``
+    (``load_embedder`` is called only to fill a recording)."""
+    from sgrgym.llm.options import open_meter
+    from sgrgym.seeker.embed import recorded_embedder
+
+    chat = options.chat
+    recorded = recorded_embedder(embedder_name, chat.cache, chat.mode, load_embedder)
+    try:
+        meter = open_meter(chat)
+    except BaseException:
+        recorded.close()
+        raise
+    return LLMSeekerAgent(meter, render, options.settings, recorded)

@@ -25,7 +25,7 @@ from collections.abc import Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 from statistics import mean
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -43,6 +43,9 @@ from sgrgym.seeker.env import EpisodeState, SeekerEnv
 from sgrgym.seeker.records import EpisodeRecord, EpisodeStep, episode_record
 from sgrgym.seeker.retrieval import query_diversity
 from sgrgym.seeker.store import theta_note
+
+if TYPE_CHECKING:
+    from sgrgym.seeker.embed import Embedder
 
 
 class SeekerSummary(BaseModel):
@@ -69,11 +72,25 @@ class RecordingAgent(Protocol):
 
     name: str
 
+    @property
+    def embedder(self) -> Embedder | None:
+        """Its query vectors, recorded beside its model calls."""
+        ...
+
     def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]: ...
 
     def card(self) -> dict[str, Any]: ...
 
     def episode_llm(self, state: EpisodeState) -> dict[str, Any]: ...
+
+    def attach(self, env: SeekerEnv) -> SeekerEnv:
+        """The env this agent runs in: ``env`` embedding through the agent's recorded query
+        vectors (a replay embeds nothing), with its stop rule if it has one."""
+        ...
+
+    def write_log(self, out_dir: Path) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def episode_seed(seed: int, doc_id: str) -> int:
@@ -222,6 +239,31 @@ def _episodes(
         return run_episode(local.env, agent, render, item[1], item[0])
 
     return ordered_map(one, todo, jobs)
+
+
+def run_agent(
+    env: SeekerEnv,
+    agent: SeekerAgent,
+    render: Renderer,
+    belief: str,
+    doc_ids: Sequence[str],
+    seeds: int,
+    out_dir: Path,
+    progress: Progress | None = None,
+    jobs: int = 1,
+) -> SeekerSummary:
+    """:func:`run_seeker` for any registered agent: an agent with a model runs in the env it
+    attaches to, writes its call log (a log, not a result) and is closed however the run ends."""
+    if not isinstance(agent, RecordingAgent):
+        return run_seeker(env, agent, render, belief, doc_ids, seeds, out_dir, progress, jobs)
+    try:
+        return run_seeker(
+            agent.attach(env), agent, render, belief, doc_ids, seeds, out_dir, progress, jobs
+        )
+    finally:
+        if out_dir.is_dir():
+            agent.write_log(out_dir)
+        agent.close()
 
 
 def run_seeker(

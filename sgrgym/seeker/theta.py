@@ -43,7 +43,7 @@ from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.io import write_atomic
 from sgrgym.core.numbers import fixed
 from sgrgym.core.output import Progress
-from sgrgym.seeker.agents import make_agent, noun_phrases
+from sgrgym.seeker.agents import AgentSetup, make_agent, noun_phrases
 from sgrgym.seeker.belief import belief_renderer
 from sgrgym.seeker.corpus import Corpus
 from sgrgym.seeker.embed import Embedder
@@ -261,7 +261,7 @@ def select_theta(
     near = sum(abs(b - t) < NEAR_THETA for b in off_best + target_best + own_best for t in thetas)
     for n, theta in enumerate(thetas, 1):
         env = SeekerEnv(corpus, store, embedder.embed, theta, horizon)
-        player = make_agent(agent, queries_per_step)
+        player = make_agent(agent, AgentSetup(per_step=queries_per_step))
         episodes = [run_episode(env, player, render, doc_id, 0) for doc_id in docs]
         near += sum(e.near_theta for e in episodes)
         curve = [fixed(fmean(e.completeness[i] for e in episodes), ROUND) for i in range(horizon)]

@@ -187,6 +187,14 @@ class LLMAgent:
         """``llm_totals.json``: the run's totals, summed over every episode's record."""
         return {LLM_TOTALS: run_totals(trajectories).model_dump_json(indent=2) + "\n"}
 
+    def run_card(self, card: RunCard) -> LLMRunCard:
+        """The run card plus this agent's settings."""
+        return LLMRunCard(**card.model_dump(), llm=self.settings)
+
+    def summary(self, out_dir: Path) -> str:
+        """The run's calls, tokens and cost (its totals file)."""
+        return totals_line(read_totals(out_dir))
+
     def write_log(self, out_dir: Path) -> None:
         """The run's network log (mode, cache hits, retries) beside its results."""
         self.meter.write_log(out_dir)

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -55,6 +55,9 @@ from sgrgym.sgr.sites.model import SiteModel
 from sgrgym.sgr.sites.reference import reference_of
 from sgrgym.sgr.tasks import ScoringTask
 from sgrgym.sgr.watchdog import watch_episode
+
+if TYPE_CHECKING:
+    from sgrgym.sgr.make import SgrWorld
 
 ANSWERS = "answers.jsonl"
 TRAJECTORIES = "trajectories.jsonl"
@@ -152,6 +155,65 @@ class ReportingAgent(Protocol):
     def episode_extra(self, task_id: str) -> dict[str, object]: ...
 
     def finals(self, trajectories: list[Any]) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class ModelAgent(Protocol):
+    """An agent with a model behind it: its settings go into the run card, it writes a log of
+    its calls (the cache mode and hits: a log, not a result) and holds a client to close."""
+
+    name: str
+
+    def act(self, env: SgrEnv, obs: Observation) -> str: ...
+
+    def run_card(self, card: RunCard) -> RunCard: ...
+
+    def write_log(self, out_dir: Path) -> None: ...
+
+    def close(self) -> None: ...
+
+    def summary(self, out_dir: Path) -> str:
+        """One line on what the model did in the run in ``out_dir`` (calls, tokens, cost)."""
+        ...
+
+
+@runtime_checkable
+class TaskRunner(Protocol):
+    """An agent that runs whole tasks itself, such as an agent CLI in its own process: it is
+    given the world, not the tools."""
+
+    @property
+    def name(self) -> str: ...
+
+    def run_world(
+        self, world: SgrWorld, out_dir: Path, progress: Progress | None, jobs: int
+    ) -> ScoreReport: ...
+
+
+def run_agent(
+    world: SgrWorld,
+    agent: Agent | TaskRunner,
+    out_dir: Path,
+    seed: int,
+    progress: Progress | None = None,
+    jobs: int = 1,
+) -> ScoreReport:
+    """Run any registered agent on every task of ``world`` not yet answered in ``out_dir``:
+    a task runner runs them itself; a model agent's settings go into the card and its log is
+    written and its client closed however the run ends. The world stays open (the caller's)."""
+    if isinstance(agent, TaskRunner):
+        return agent.run_world(world, out_dir, progress, jobs)
+    card = run_card(world.env, agent, seed, world.files)
+    if not isinstance(agent, ModelAgent):
+        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress, jobs)
+    try:
+        return run_tasks(
+            world.env, agent, world.tasks, out_dir, agent.run_card(card), progress, jobs
+        )
+    finally:
+        if out_dir.is_dir():
+            agent.write_log(out_dir)
+        agent.close()
 
 
 def _episode(env: SgrEnv, agent: Agent, task: ScoringTask) -> tuple[Episode, dict[str, object]]:

@@ -24,7 +24,6 @@ stopped, and a finished part is only re-summarized. The whole folder is locked w
 
 from __future__ import annotations
 
-import copy
 import tempfile
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -54,6 +53,10 @@ from sgrgym.suite.layout import (
 )
 
 if TYPE_CHECKING:
+    from sgrgym.llm.settings import LLMOptions
+    from sgrgym.sgr.env import SgrEnv
+    from sgrgym.sgr.make import SgrWorld
+    from sgrgym.sgr.registry import AgentSetup
     from sgrgym.suite.baseline import RunCommand
 
 
@@ -103,27 +106,45 @@ def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
 
 @dataclass
 class _Sgr:
-    env: Any
-    tasks: list[Any]
-    files: list[Path]
-    setup: Any
+    world: SgrWorld
+    setup: AgentSetup
+
+    @property
+    def env(self) -> SgrEnv:
+        return self.world.env
 
 
 def _open_sgr(config: RunConfig) -> _Sgr:
     from sgrgym.sgr.env import Budget
     from sgrgym.sgr.make import open_world
-    from sgrgym.sgr.registry import AgentSetup
+    from sgrgym.sgr.registry import AgentSetup, LLMAgentOptions
 
-    cfg = config.sgr
+    cfg, llm = config.sgr, config.llm
     budget = Budget(
         max_tool_calls=cfg.max_tool_calls, max_wall_s=cfg.max_wall_s, stall_s=cfg.stall_s
     )
     world = open_world(
         cfg.pack, cfg.tasks, budget=budget, current_date=cfg.current_date, render=cfg.render
     )
-    task_ids = tuple(t.task_id for t in world.tasks)
-    setup = AgentSetup(world.references, task_ids, cfg.seed, cfg.random_steps)
-    return _Sgr(world.env, world.tasks, world.files, setup)
+
+    def llm_options() -> LLMAgentOptions:
+        assert llm is not None
+        return LLMAgentOptions(
+            chat=_llm_options(llm),
+            site_ops=llm.site_ops,
+            max_turns=llm.max_turns,
+            result_chars=llm.result_chars,
+            keep_results=llm.keep_results,
+        )
+
+    setup = AgentSetup(
+        references=world.references,
+        task_ids=tuple(t.task_id for t in world.tasks),
+        seed=cfg.seed,
+        steps=cfg.random_steps,
+        llm=llm_options if llm is not None else None,
+    )
+    return _Sgr(world, setup)
 
 
 def _prompt_files() -> dict[str, Path]:
@@ -148,7 +169,7 @@ def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, dict[str, 
         files["embedding models manifest"] = DEFAULT_MODELS_DIR / MODELS_MANIFEST
     if sgr is not None:
         files["pack manifest"] = sgr.env.snapshot.pack_dir / "manifest.json"
-        for path in sgr.files:
+        for path in sgr.world.files:
             files[f"task file {path}"] = path
         task_manifest = Path("tasks/sgr/manifest.json")
         if task_manifest.is_file():
@@ -194,7 +215,7 @@ def _check_names(config: RunConfig) -> None:
     """Every agent, belief and estimator named in the config exists (before anything runs)."""
     from sgrgym.seeker.agents import make_agent as seeker_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.sgr.registry import AGENTS
+    from sgrgym.sgr.registry import AgentSetup, make_agent
 
     for key, names in (
         ("seeker.agents", config.seeker.agents),
@@ -210,33 +231,51 @@ def _check_names(config: RunConfig) -> None:
                 check(name)
             except UserError as exc:
                 raise UserError(f"{key}: {exc}") from None
-    unknown = [a for a in config.sgr.agents if a not in AGENTS]
-    if unknown:
-        raise UserError(f"sgr.agents: {AGENTS.unknown(unknown[0])}")
+    for name in config.sgr.agents:  # each can be built (a model agent comes from [llm])
+        try:
+            make_agent(name, AgentSetup(seed=config.sgr.seed))
+        except UserError as exc:
+            raise UserError(f"sgr.agents: {exc}") from None
 
 
 def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
-    from sgrgym.seeker.agents import make_agent
+    """Every SeekerGym agent (``[seeker] agents``, then ``llm`` with an ``[llm]`` table) over
+    every belief (``seeker/<agent>__<belief>``)."""
+    from sgrgym.seeker.agents import AgentSetup, make_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.seeker.run import run_seeker
+    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerOptions
+    from sgrgym.seeker.run import RecordingAgent, run_agent
 
-    cfg = config.seeker
-    for agent_name in cfg.agents:
+    cfg, llm = config.seeker, config.llm
+
+    def llm_options() -> LLMSeekerOptions:
+        assert llm is not None
+        chat = _llm_options(llm)
+        settings = LLMAgentSettings(
+            queries_per_step=llm.queries_per_step or DEFAULT_QUERIES,
+            seed=chat.seed,
+            sampling=chat.sampling(),
+        )
+        return LLMSeekerOptions(chat=chat, settings=settings)
+
+    for agent_name in config.seeker_agents():
         for belief in cfg.beliefs:
-            progress(f"SeekerGym: agent {agent_name}, belief {belief}")
-            run_seeker(
-                seeker.env,
-                make_agent(agent_name, cfg.queries_per_step),
-                belief_renderer(belief),
-                belief,
-                seeker.docs,
-                cfg.seeds,
-                out / seeker_part(agent_name, belief),
-                bar,
+            render = belief_renderer(belief)
+            setup = AgentSetup(
+                per_step=cfg.queries_per_step,
+                render=render,
+                embedder=cfg.model,
+                load_embedder=lambda: seeker.embedder,
+                llm=llm_options if llm is not None else None,
             )
+            agent = make_agent(agent_name, setup)
+            model = f" ({llm.model})" if isinstance(agent, RecordingAgent) and llm else ""
+            progress(f"SeekerGym: agent {agent_name}{model}, belief {belief}")
+            part = out / seeker_part(agent_name, belief)
+            run_agent(seeker.env, agent, render, belief, seeker.docs, cfg.seeds, part, bar)
 
 
-def _llm_options(cfg: LLMConfig) -> Any:
+def _llm_options(cfg: LLMConfig) -> LLMOptions:
     """The chat client's settings from the ``[llm]`` table (as ``--llm-*`` options give them)."""
     from sgrgym.llm.options import resolve_base_url
     from sgrgym.llm.settings import LLMOptions
@@ -257,43 +296,6 @@ def _llm_options(cfg: LLMConfig) -> Any:
         max_tokens=cfg.max_tokens,
         seed=cfg.seed,
     )
-
-
-def _run_seeker_llm(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
-    """The SeekerGym LLM agent over every belief of ``[seeker]`` (``seeker/llm__<belief>``)."""
-    from sgrgym.llm.options import open_meter
-    from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.seeker.embed import recorded_embedder
-    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerAgent
-    from sgrgym.seeker.run import run_seeker
-
-    assert config.llm is not None
-    options = _llm_options(config.llm)
-    settings = LLMAgentSettings(
-        queries_per_step=config.llm.queries_per_step or DEFAULT_QUERIES,
-        seed=options.seed,
-        sampling=options.sampling(),
-    )
-    # The model's query vectors are recorded beside its calls: a replay embeds nothing.
-    recorded = recorded_embedder(
-        config.seeker.model, options.cache, options.mode, lambda: seeker.embedder
-    )
-    env = copy.copy(seeker.env)
-    env.embed = recorded.embed
-    try:
-        for belief in config.seeker.beliefs:
-            progress(f"SeekerGym: agent llm ({options.model}), belief {belief}")
-            render = belief_renderer(belief)
-            agent = LLMSeekerAgent(open_meter(options), render, settings)
-            part = out / seeker_part("llm", belief)
-            try:
-                run_seeker(env, agent, render, belief, seeker.docs, config.seeker.seeds, part, bar)
-            finally:
-                if part.is_dir():
-                    agent.write_log(part)  # the mode and cache hits: a log, not a result
-                agent.close()
-    finally:
-        recorded.close()
 
 
 def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | None) -> None:
@@ -325,36 +327,13 @@ def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progres
 
 def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> None:
     from sgrgym.sgr.registry import make_agent
-    from sgrgym.sgr.run import run_card, run_tasks
+    from sgrgym.sgr.run import ModelAgent, run_agent
 
-    for name in config.sgr.agents:
-        progress(f"SGR: agent {name}")
+    for name in config.sgr_agents():
         agent = make_agent(name, sgr.setup)
-        card = run_card(sgr.env, agent, config.sgr.seed, sgr.files)
-        run_tasks(sgr.env, agent, sgr.tasks, out / sgr_part(name), card, bar)
-    if config.llm is not None and config.llm.sgr:
-        from sgrgym.sgr.llm_agent import LLMRunCard, make_llm_agent
-
-        cfg = config.llm
-        options = _llm_options(cfg)
-        progress(f"SGR: agent llm ({options.model})")
-        llm = make_llm_agent(
-            options,
-            seed=config.sgr.seed if options.seed is None else options.seed,
-            site_ops=cfg.site_ops,
-            max_turns=cfg.max_turns,
-            result_chars=cfg.result_chars,
-            keep_results=cfg.keep_results,
-        )
-        card = LLMRunCard(
-            **run_card(sgr.env, llm, config.sgr.seed, sgr.files).model_dump(), llm=llm.settings
-        )
-        try:
-            run_tasks(sgr.env, llm, sgr.tasks, out / sgr_part("llm"), card, bar)
-        finally:
-            if (out / sgr_part("llm")).is_dir():
-                llm.write_log(out / sgr_part("llm"))
-            llm.close()
+        model = f" ({config.llm.model})" if isinstance(agent, ModelAgent) and config.llm else ""
+        progress(f"SGR: agent {name}{model}")
+        run_agent(sgr.world, agent, out / sgr_part(name), config.sgr.seed, bar)
 
 
 def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None:
@@ -421,8 +400,6 @@ def run_all(
         with open_run_folder(out, card, finals=(RESULTS, REPORT)) as folder:
             if seeker is not None and config.seeker.enabled:
                 _run_seeker(out, config, seeker, bar)
-                if config.llm is not None and config.llm.seeker:
-                    _run_seeker_llm(out, config, seeker, bar)
             if seeker is not None and config.calibration.enabled:
                 _run_calibration(out, config, seeker, bar)
             if sgr is not None:

@@ -48,7 +48,6 @@ from .episode import LiveLog, read_live, trajectory_of
 from .profiles import Profile, fill, write_files
 from .transcripts import Transcript, parse_events
 
-PAPER_POLL_S = 5.0  # appendix C: answer extraction polled every 5 s
 KILL_GRACE_S = 5.0
 
 
@@ -78,7 +77,7 @@ class CliSettings:
     current_date: str = defaults.CURRENT_DATE
     site_ops: bool = False
     no_render: bool = False
-    poll_s: float = PAPER_POLL_S
+    poll_s: float = defaults.CLI_POLL_S
     egress: Egress | None = None
 
     @property
