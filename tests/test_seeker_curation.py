@@ -9,7 +9,7 @@ from test_seeker_corpus import doc_with, words
 
 from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import CorpusFilter, Document, LinkCounts, caption_ratio, make_document
-from sgrgym.seeker.pydocs import FILTER_SETS, Page, filter_counts, link_counts, stage_stats
+from sgrgym.seeker.pydocs import FILTER_SETS, DocPage, filter_counts, link_counts, stage_stats
 
 SURVEY = CorpusFilter.ml_surveys()
 LINKS = CorpusFilter(min_inbound=16, min_outbound=4)
@@ -64,10 +64,10 @@ def test_link_thresholds_need_a_link_graph() -> None:
 
 def test_filter_counts_over_a_page_graph() -> None:
     hub = doc_with(doc_id="hub")
-    pages = [Page(hub, frozenset({f"leaf{i}" for i in range(4)}))]
+    pages = [DocPage(hub, frozenset({f"leaf{i}" for i in range(4)}))]
     for i in range(17):  # 17 leaves link to the hub; the first four are linked from it
         leaf = doc_with(doc_id=f"leaf{i}", n_passages=12 if i % 2 else 5)
-        pages.append(Page(leaf, frozenset({"hub", "elsewhere"})))
+        pages.append(DocPage(leaf, frozenset({"hub", "elsewhere"})))
     links = link_counts(pages)
     assert links["hub"] == LinkCounts(17, 4) and links["leaf0"] == LinkCounts(1, 1)
     counts, passing = filter_counts(pages, LINKS)

@@ -17,7 +17,7 @@ from sgrgym.cli import main
 from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, BudgetExceeded, Observation, SgrEnv
+from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv, TaskObservation
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE
 from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
@@ -284,7 +284,7 @@ class SleepingAgent:
         self.release = threading.Event()
         self.late_call: BaseException | None = None
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         for _ in range(self.calls_first):
             env.search(obs.instruction)
         env.submit_answer(self.answer)
@@ -331,7 +331,7 @@ def test_watchdog_stall_and_agent_errors(toy_pack: tuple[Path, list[ScoringTask]
     class Failing:
         name = "failing"
 
-        def act(self, env: SgrEnv, obs: Observation) -> str:
+        def act(self, env: SgrEnv, obs: TaskObservation) -> str:
             env.submit_answer("birch|tree|25")
             raise RuntimeError("model endpoint gone")
 

@@ -9,12 +9,13 @@ import sys
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sgrgym.cli.options import open_world_of
 from sgrgym.core import defaults
 
 if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
     from sgrgym.sgr.cli_agents.agent import CliAgentOptions
 
 
@@ -93,7 +94,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     """Register ``sgrgym mcp`` on the top-level sub-parsers."""
     mcp = areas.add_parser(
         "mcp",

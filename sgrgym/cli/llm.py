@@ -12,9 +12,12 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import port_number, positive_int
+
+if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
 
 LOCAL_PORT = 8080  # sgrgym.llm.options.LOCAL_PORT (that module imports pydantic: not at start-up)
 
@@ -111,7 +114,7 @@ def cmd_replay_baseline(args: argparse.Namespace) -> int:
     return 1 if any(run.differing for run in replays) else 0
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     llm = areas.add_parser(
         "llm",
         help="local models: list, fetch, serve",

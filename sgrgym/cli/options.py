@@ -10,6 +10,8 @@ from sgrgym.core import defaults
 if TYPE_CHECKING:
     from sgrgym.sgr.make import SgrWorld
 
+    Areas = argparse._SubParsersAction[argparse.ArgumentParser]  # `sgrgym AREA ...`
+
 
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (any free port) to 65535."""

@@ -8,14 +8,18 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
 
 if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
+    from sgrgym.seeker.embed import Embedder
+    from sgrgym.seeker.env import SeekerEnv
     from sgrgym.seeker.llm_agent import LLMSeekerOptions
+    from sgrgym.seeker.topics import Regroup
 
 
 def cmd_build_corpus(args: argparse.Namespace) -> int:
@@ -114,7 +118,7 @@ def _pinned_corpus_is_built(path: Path) -> bool:
     return True
 
 
-def _topic_clusters(args: argparse.Namespace) -> Any:
+def _topic_clusters(args: argparse.Namespace) -> Regroup | None:
     if args.topics == "source":
         return None
     from sgrgym.seeker.topics import TopicClustering, make_regroup
@@ -166,7 +170,7 @@ def cmd_export_model(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedder(name: str, cache: Path | None) -> Any:
+def _embedder(name: str, cache: Path | None) -> Embedder:
     from sgrgym.seeker.embed import load_embedder
 
     return load_embedder(name, query_cache=cache)
@@ -215,7 +219,9 @@ def cmd_check_store(args: argparse.Namespace) -> int:
     return 0
 
 
-def _env(args: argparse.Namespace, theta: float | None = None, embedder: Any = None) -> Any:
+def _env(
+    args: argparse.Namespace, theta: float | None = None, embedder: Embedder | None = None
+) -> SeekerEnv:
     """The SeekerGym env of the command's corpus, store and embedder (``embedder``: another
     one, such as the recorded query vectors of a model agent)."""
     from sgrgym.seeker.make import make_env
@@ -536,7 +542,7 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     """Register ``sgrgym seeker ...`` on the top-level sub-parsers."""
     seeker = areas.add_parser(
         "seeker", help="SeekerGym: corpora, embeddings, episodes", description="SeekerGym."

@@ -19,6 +19,7 @@ from sgrgym.sgr.make import (
 )
 
 if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
     from sgrgym.sgr.registry import LLMAgentOptions
 
 
@@ -392,7 +393,7 @@ _FAMILIES_HELP = (
 )
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     """Register ``sgrgym sgr ...`` on the top-level sub-parsers."""
     from sgrgym.sgr.registry import agent_help
 

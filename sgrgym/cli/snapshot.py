@@ -9,10 +9,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import port_number, positive_int
 from sgrgym.core.output import progress, write_json
+
+if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
 
 EXIT_MISS = 3
 EXIT_INVALID = 1
@@ -184,7 +187,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     """Register ``sgrgym snapshot ...`` on the top-level sub-parsers."""
     snap = areas.add_parser(
         "snapshot",

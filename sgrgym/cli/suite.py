@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sgrgym.cli.options import Areas
 
 SHOWN_DIFFERENCES = 8  # baseline differences printed by `sgrgym run`; replay.json has them all
 
@@ -98,7 +101,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_commands(areas: Any) -> None:
+def add_commands(areas: Areas) -> None:
     """Register ``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report``."""
     run = areas.add_parser(
         "run",

@@ -51,7 +51,7 @@ from sgrgym.seeker.corpus import (
 from sgrgym.seeker.pydocs import (
     PYDOCS_EXTRACT,
     SPHINX,
-    Page,
+    DocPage,
     PydocsManifest,
     PydocsSelection,
     load_manifest,
@@ -336,12 +336,12 @@ def _links(page_id: str, text: str, labels: dict[str, tuple[str, str]]) -> froze
 
 def parse_pages(
     sources: dict[str, str], progress: Callable[[int, int, str], None] | None = None
-) -> list[Page]:
+) -> list[DocPage]:
     """Every page rendered and extracted, in id order (documents are not filtered)."""
     labels = _labels(sources)
     roles_used = {m for text in sources.values() for m in _ROLE.findall(text)}
     publish = _register_docutils(labels, roles_used)
-    pages: list[Page] = []
+    pages: list[DocPage] = []
     for i, (page_id, text) in enumerate(sources.items(), start=1):
         tree = parse_html(render_html(text, publish))
         root = DJANGO.root(tree)
@@ -352,7 +352,7 @@ def parse_pages(
             page_id, title, "\n\n".join(page.abstract), topic_of(page_id), page.passages
         )
         links = _links(page_id, text, labels) & set(sources)
-        pages.append(Page(document, links))
+        pages.append(DocPage(document, links))
         if progress is not None:
             progress(i, len(sources), page_id)
     return pages

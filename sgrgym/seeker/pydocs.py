@@ -143,7 +143,7 @@ class PydocsSelection(BaseModel):
 
 
 @dataclass(frozen=True)
-class Page:
+class DocPage:
     """One parsed documentation page: its document, and the page ids it links to."""
 
     document: Document
@@ -199,8 +199,8 @@ def topic_of(page_id: str, crumbs: dict[int, str]) -> str:
     return top
 
 
-def parse_page(doc_root: Path, page_id: str) -> Page:
-    """Parse one page into a :class:`Page` (its document is not filtered)."""
+def parse_page(doc_root: Path, page_id: str) -> DocPage:
+    """Parse one page into a :class:`DocPage` (its document is not filtered)."""
     html = (doc_root / f"{page_id}.html").read_text(encoding="utf-8")
     tree = parse_html(html)
     root = SPHINX.root(tree)
@@ -216,15 +216,15 @@ def parse_page(doc_root: Path, page_id: str) -> Page:
         for target in [_resolve(page_id, a.attrs["href"])]
         if target is not None and target != page_id
     }
-    return Page(document, frozenset(links))
+    return DocPage(document, frozenset(links))
 
 
 def parse_pages(
     doc_root: Path, progress: Callable[[int, int, str], None] | None = None
-) -> list[Page]:
+) -> list[DocPage]:
     """Every page of :func:`page_ids`, parsed, in id order."""
     ids = page_ids(doc_root)
-    pages: list[Page] = []
+    pages: list[DocPage] = []
     for i, page_id in enumerate(ids, start=1):
         pages.append(parse_page(doc_root, page_id))
         if progress is not None:
@@ -236,7 +236,7 @@ def parse_pages(
 # Selection
 
 
-def inbound_links(pages: Iterable[Page]) -> Counter[str]:
+def inbound_links(pages: Iterable[DocPage]) -> Counter[str]:
     """For each page id, how many other parsed pages link to it."""
     counts: Counter[str] = Counter()
     for page in pages:
@@ -244,7 +244,7 @@ def inbound_links(pages: Iterable[Page]) -> Counter[str]:
     return counts
 
 
-def link_counts(pages: Sequence[Page]) -> dict[str, LinkCounts]:
+def link_counts(pages: Sequence[DocPage]) -> dict[str, LinkCounts]:
     """In-corpus links per page: other parsed pages linking to it, parsed pages it links to."""
     inbound = inbound_links(pages)
     parsed = {p.document.id for p in pages}
@@ -257,7 +257,7 @@ def page_score(doc: Document, inbound: int, short_tokens: int) -> float:
 
 
 def select_documents(
-    pages: Sequence[Page],
+    pages: Sequence[DocPage],
     filters: CorpusFilter,
     selection: PydocsSelection,
     topics: Regroup | None = None,
@@ -600,7 +600,7 @@ def stage_stats(stage: str, documents: Sequence[Document]) -> StageStats:
 
 
 def filter_counts(
-    pages: Sequence[Page], filters: CorpusFilter
+    pages: Sequence[DocPage], filters: CorpusFilter
 ) -> tuple[list[FilterCount], list[Document]]:
     """Per filter of ``filters`` (in :meth:`CorpusFilter.checks` order): pages failing it and
     pages passing it and all earlier ones; and the pages passing every filter."""

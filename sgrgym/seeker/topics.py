@@ -87,9 +87,10 @@ def regroup(
     return out
 
 
-def make_regroup(
-    embedder: Embedder, settings: TopicClustering
-) -> Callable[[dict[str, list[Document]]], dict[str, list[Document]]]:
+Regroup = Callable[[dict[str, list[Document]]], dict[str, list[Document]]]
+
+
+def make_regroup(embedder: Embedder, settings: TopicClustering) -> Regroup:
     """A corpus builder hook: the passing documents (in id order) regrouped by cluster."""
 
     def apply(by_topic: dict[str, list[Document]]) -> dict[str, list[Document]]:

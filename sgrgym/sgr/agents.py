@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from urllib.parse import urljoin, urlsplit
 
-from sgrgym.sgr.env import Observation, Page, SgrEnv
+from sgrgym.sgr.env import Page, SgrEnv, TaskObservation
 from sgrgym.sgr.sites.model import Control, Op, OpName, SiteError, SiteModel, State
 from sgrgym.sgr.sites.reference import Reference, rows_as_answer
 from sgrgym.snapshot.text import anchor_hrefs
@@ -33,11 +33,11 @@ from sgrgym.snapshot.text import anchor_hrefs
 class Agent(Protocol):
     name: str
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         """Use the env's tools and return the raw answer text."""
 
 
-def answer_from(pages: Sequence[Page], obs: Observation, table: str | None = None) -> str:
+def answer_from(pages: Sequence[Page], obs: TaskObservation, table: str | None = None) -> str:
     """Rows of ``table`` (default: the first table holding a schema column) on ``pages``."""
     if table is None:
         for page in pages:
@@ -64,7 +64,7 @@ class OracleAgent:
     def __init__(self, references: dict[str, Reference]) -> None:
         self.references = references
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         reference = self.references[obs.task_id]
         model = env.sites[reference.site]
         pages = [env.fetch(model.url(model.default_state()))]
@@ -74,7 +74,7 @@ class OracleAgent:
         return answer_from(chosen, obs, reference.answer.table)
 
 
-def _start(env: SgrEnv, obs: Observation) -> Page | None:
+def _start(env: SgrEnv, obs: TaskObservation) -> Page | None:
     hits = env.search(obs.instruction)
     home = env.home(hits[0].url) if hits else None
     return env.fetch(home) if home else None
@@ -83,7 +83,7 @@ def _start(env: SgrEnv, obs: Observation) -> Page | None:
 class DefaultStateAgent:
     name = "default"
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         page = _start(env, obs)
         return answer_from([page], obs) if page else "NONE"
 
@@ -110,7 +110,7 @@ class RandomAgent:
         self.seed = seed
         self.steps = steps
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         rng = task_rng(self.seed, obs.task_id)
         page = _start(env, obs)
         if page is None:
@@ -186,7 +186,7 @@ class ExploreAgent:
         self.seed = seed
         self.steps = steps
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         rng = task_rng(self.seed, obs.task_id)
         models = [env.sim.site_of_url(hit.url) for hit in env.search(obs.instruction)]
         model = next((m for m in models if m is not None and m.controls), None)

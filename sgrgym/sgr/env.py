@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field
 from sgrgym.core import defaults
 from sgrgym.sgr.prompt import DEFAULT_TOOLS, task_prompt
 from sgrgym.sgr.render import SiteRenderer
-from sgrgym.sgr.simulator import Simulator, StepResult, TrajectoryStep
+from sgrgym.sgr.simulator import Simulator, TrajectoryStep, Transition
 from sgrgym.sgr.sites.model import Op, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
@@ -58,7 +58,7 @@ class Budget(BaseModel):
         return max(0.0, min(started + self.max_wall_s - now, last_progress + self.stall_s - now))
 
 
-class Observation(BaseModel):
+class TaskObservation(BaseModel):
     """What the agent is told: the prompt, and its parts (no start URL)."""
 
     task_id: str
@@ -110,7 +110,7 @@ class Page:
         return extract_tables(self.body)
 
 
-def _page(result: StepResult) -> Page:
+def _page(result: Transition) -> Page:
     served = result.served
     if served is None:
         return Page(result.url, 400, b"", "text/plain; charset=utf-8", result.error)
@@ -168,7 +168,7 @@ class SgrEnv:
         self._past: set[threading.Thread] = set()  # agent threads of ended episodes, alive
         self.started = self.last_progress = 0.0
 
-    def reset(self, task: ScoringTask, target_host: str = "") -> Observation:
+    def reset(self, task: ScoringTask, target_host: str = "") -> TaskObservation:
         """Start an episode. ``target_host`` (the site holding the answer, for the researcher)
         lets search steps record the rank of its first hit; the agent never sees it."""
         with self._lock:
@@ -186,7 +186,7 @@ class SgrEnv:
             task.field_sep,
             task.record_sep,
         )
-        return Observation(
+        return TaskObservation(
             task_id=task.task_id,
             prompt=prompt,
             instruction=task.task.instruction,

@@ -58,7 +58,7 @@ from sgrgym.sgr.cli_agents.tools import (
     tool_specs,
     tools_sha256,
 )
-from sgrgym.sgr.env import BudgetExceeded, Observation, SgrEnv
+from sgrgym.sgr.env import BudgetExceeded, SgrEnv, TaskObservation
 from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 from sgrgym.sgr.prompt import task_prompt
 from sgrgym.sgr.run import RunCard
@@ -203,7 +203,7 @@ class LLMAgent:
         self.meter.client.close()
 
     # -- one episode -------------------------------------------------------------------------
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         calls = EpisodeCalls()
         with self._lock:
             self._episodes[obs.task_id] = calls

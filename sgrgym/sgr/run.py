@@ -40,7 +40,7 @@ from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.runs.parallel import ordered_map
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
-from sgrgym.sgr.env import Budget, Episode, Observation, SgrEnv
+from sgrgym.sgr.env import Budget, Episode, SgrEnv, TaskObservation
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE, template_sha256
 from sgrgym.sgr.records import AnswerRecord, TrajectoryRecord
 from sgrgym.sgr.render import RenderedSite
@@ -150,7 +150,7 @@ class ReportingAgent(Protocol):
     name: str
     final_files: tuple[str, ...]
 
-    def act(self, env: SgrEnv, obs: Observation) -> str: ...
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str: ...
 
     def episode_extra(self, task_id: str) -> dict[str, object]: ...
 
@@ -164,7 +164,7 @@ class ModelAgent(Protocol):
 
     name: str
 
-    def act(self, env: SgrEnv, obs: Observation) -> str: ...
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str: ...
 
     def run_card(self, card: RunCard) -> RunCard: ...
 

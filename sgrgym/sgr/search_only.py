@@ -10,7 +10,7 @@ never operates a site, follows no link and reads no PDF.
 from __future__ import annotations
 
 from sgrgym.sgr.agents import answer_from
-from sgrgym.sgr.env import Observation, Page, SgrEnv
+from sgrgym.sgr.env import Page, SgrEnv, TaskObservation
 
 TOP_HITS = 3
 
@@ -33,7 +33,7 @@ class SearchOnlyAgent:
     def __init__(self, hits: int = TOP_HITS) -> None:
         self.hits = hits
 
-    def act(self, env: SgrEnv, obs: Observation) -> str:
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
         best: tuple[int, Page | None, str] = (0, None, "")
         for hit in env.search(obs.instruction, limit=self.hits):
             opened = env.fetch(hit.url)

@@ -38,7 +38,7 @@ class Served:
 
 
 @dataclass(frozen=True)
-class StepResult:
+class Transition:
     """What one operation did: the state reached (if any), its page, or a tool error."""
 
     site: str
@@ -125,7 +125,7 @@ class Simulator:
 
     # -- steps -----------------------------------------------------------------------------
     def _log(
-        self, tool: str, args: dict[str, str], result: StepResult, dependency: str = ""
+        self, tool: str, args: dict[str, str], result: Transition, dependency: str = ""
     ) -> None:
         served = result.served
         match = "error" if result.error else (served.match if served else "")
@@ -144,37 +144,37 @@ class Simulator:
             )
         )
 
-    def _invalid(self, model: SiteModel, exc: InvalidValue) -> StepResult:
+    def _invalid(self, model: SiteModel, exc: InvalidValue) -> Transition:
         """A request with a value the site does not offer: the site's validation page."""
         query = urlencode(sorted((k, v) for k, v in exc.params.items() if v))
         url = f"{model.base}{exc.path}" + (f"?{query}" if query else "")
         if self.renderer is not None and self.renderer.handles(model.name):
-            return StepResult(model.name, None, url, self.serve(url, model.name))
-        return StepResult(model.name, None, url, None, str(exc))
+            return Transition(model.name, None, url, self.serve(url, model.name))
+        return Transition(model.name, None, url, None, str(exc))
 
-    def operate(self, site: str, op: Op) -> StepResult:
+    def operate(self, site: str, op: Op) -> Transition:
         """Apply ``op`` to ``site``'s current state and answer the new state's page."""
         args = {k: v for k, v in op.model_dump().items() if v and k != "type"}
         model = self.sites.get(site)
         if model is None:
-            result = StepResult(site, None, "", None, f"no site {site!r} in this pack")
+            result = Transition(site, None, "", None, f"no site {site!r} in this pack")
         else:
             try:
                 state = model.apply(self.state_of(site), op)
             except InvalidValue as exc:
                 result = self._invalid(model, exc)
             except SiteError as exc:
-                result = StepResult(site, None, "", None, str(exc))
+                result = Transition(site, None, "", None, str(exc))
             else:
                 url = model.url(state)
                 served = self.serve(url, site)
                 if served.status == 200:
                     self.current[site] = state
-                result = StepResult(site, state, url, served)
+                result = Transition(site, state, url, served)
         self._log(op.op, {"site": site, **args}, result, op.type)
         return result
 
-    def fetch(self, url: str, tool: str = "fetch") -> StepResult:
+    def fetch(self, url: str, tool: str = "fetch") -> Transition:
         """Fetch a URL; a page of a modelled site also becomes that site's current state."""
         model = self.site_of_url(url)
         state: State | None = None
@@ -187,7 +187,7 @@ class Simulator:
         served = self.serve(url, model.name if model else "")
         if model is not None and state is not None and served.status == 200:
             self.current[model.name] = state
-        result = StepResult(model.name if model else "", state, url, served)
+        result = Transition(model.name if model else "", state, url, served)
         self._log(tool, {"url": url}, result)
         return result
 

@@ -22,10 +22,10 @@ import threading
 
 from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import Agent
-from sgrgym.sgr.env import BudgetExceeded, Episode, Observation, SgrEnv
+from sgrgym.sgr.env import BudgetExceeded, Episode, SgrEnv, TaskObservation
 
 
-def watch_episode(env: SgrEnv, agent: Agent, obs: Observation) -> Episode:
+def watch_episode(env: SgrEnv, agent: Agent, obs: TaskObservation) -> Episode:
     """Run ``agent`` on the episode ``env`` was reset to; the record says how it ended."""
     outcome: dict[str, object] = {}
     done = threading.Event()

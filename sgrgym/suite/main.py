@@ -54,6 +54,8 @@ from sgrgym.suite.layout import (
 
 if TYPE_CHECKING:
     from sgrgym.llm.settings import LLMOptions
+    from sgrgym.seeker.embed import Embedder
+    from sgrgym.seeker.env import SeekerEnv
     from sgrgym.sgr.env import SgrEnv
     from sgrgym.sgr.make import SgrWorld
     from sgrgym.sgr.registry import AgentSetup
@@ -75,8 +77,8 @@ class TopCard(BaseModel):
 
 @dataclass
 class _Seeker:
-    env: Any
-    embedder: Any  # the live embedder behind the query cache
+    env: SeekerEnv
+    embedder: Embedder  # the live embedder behind the query cache
     corpus_file: Path
     store_dir: Path
     docs: list[str]

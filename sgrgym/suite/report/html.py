@@ -98,7 +98,7 @@ def load_run(path: Path, label: str) -> Run:
     return run
 
 
-class Page:
+class ReportPage:
     """HTML and Markdown written side by side."""
 
     def __init__(self, title: str) -> None:
@@ -187,7 +187,7 @@ def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
     return mean, std
 
 
-def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
+def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     from sgrgym.seeker.records import read_episodes
     from sgrgym.suite.layout import seeker_part
     from sgrgym.suite.report import figures
@@ -333,7 +333,7 @@ def _seeker(page: Page, runs: Sequence[Run], out: Path) -> None:
             page.text(note, note=True)
 
 
-def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
+def _calibration(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     from sgrgym.suite.layout import CALIBRATION
     from sgrgym.suite.report import figures
 
@@ -387,7 +387,7 @@ def _calibration(page: Page, runs: Sequence[Run], out: Path) -> None:
 # ------------------------------------------------------------------------------ baseline
 
 
-def _baseline(page: Page, runs: Sequence[Run]) -> None:
+def _baseline(page: ReportPage, runs: Sequence[Run]) -> None:
     """Whether each run's baseline replay matched its committed results, else what differs."""
     entries = [(run.label, run.baseline) for run in runs if run.baseline is not None]
     if not entries:
@@ -414,7 +414,7 @@ def _baseline(page: Page, runs: Sequence[Run]) -> None:
 # ------------------------------------------------------------------------------ SGR-Bench
 
 
-def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
+def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     from sgrgym.suite.report import figures
 
     runs = [r for r in runs if r.sgr]
@@ -531,7 +531,7 @@ def _sgr(page: Page, runs: Sequence[Run], out: Path) -> None:
     _task_pages(page, runs, out)
 
 
-def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
+def _task_pages(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     from sgrgym.sgr.records import TrajectoryRecord, read_trajectories
     from sgrgym.suite.layout import sgr_part
 
@@ -548,7 +548,7 @@ def _task_pages(page: Page, runs: Sequence[Run], out: Path) -> None:
                 )
     links = []
     for task_id, entries in sorted(tasks.items()):
-        sub = Page(f"SGR task {task_id}")
+        sub = ReportPage(f"SGR task {task_id}")
         for label, agent, trajectory, score in entries:
             sub.heading(f"{label} / {agent}")
             sub.text(
@@ -616,7 +616,7 @@ def write_report(dirs: Sequence[Path], out: Path) -> Path:
         if (out / sub).is_dir():
             shutil.rmtree(out / sub)
         (out / sub).mkdir(parents=True)
-    page = Page("sgrgym report")
+    page = ReportPage("sgrgym report")
     page.table(["Run", "Config sha256"], [[r.label, r.config.sha256()[:16]] for r in runs])
     _baseline(page, runs)
     _seeker(page, runs, out)
