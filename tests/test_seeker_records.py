@@ -10,7 +10,7 @@ import pytest
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.io import jsonl_line
-from sgrgym.seeker.records import EpisodeRecord, read_episodes
+from sgrgym.seeker.records import EpisodeRecord, read_episodes, read_pairs, read_partitions
 
 RECORD = {
     "belief_tokens": [40, 55],
@@ -88,3 +88,50 @@ def test_sgr_records_round_trip_with_an_agents_own_parts(tmp_path: Path) -> None
     answers.write_text('{"task_id": "a", "answer": null}\n{"task_id": 3, "answer": "x"}\n')
     with pytest.raises(UserError, match=r"answers\.jsonl line 2: .*field task_id"):
         read_answers(answers)
+
+
+def test_calibration_records_round_trip_and_name_a_bad_field(tmp_path: Path) -> None:
+    """Pairs and partitions read back typed with their bytes unchanged (no ``c_hat_by_seed``
+    for a deterministic estimator); +∞ written as "Infinity" reads as a float; a bad field
+    names file, line and field."""
+    pairs = [
+        {
+            "c": 0.5,
+            "c_hat": 0.4,
+            "doc_id": "a",
+            "interval": 0,
+            "n_passages": 9,
+            "retrieved": 4,
+            "score": 0.1,
+        },
+        {
+            "c": 0.2,
+            "c_hat": None,
+            "c_hat_by_seed": [None, 0.3],
+            "doc_id": "b",
+            "interval": 1,
+            "n_passages": 7,
+            "retrieved": 1,
+            "score": None,
+        },
+    ]
+    partition = {
+        "coverage": 1.0,
+        "n_calibration": 3,
+        "n_test": 2,
+        "q_hat": "Infinity",
+        "r2": 0.5,
+        "rank": 4,
+        "seed": 0,
+        "split": 0,
+    }
+    text = "".join(jsonl_line(p) for p in pairs)
+    (tmp_path / "pairs.jsonl").write_text(text, encoding="utf-8")
+    (tmp_path / "partitions.jsonl").write_text(jsonl_line(partition), encoding="utf-8")
+    read = read_pairs(tmp_path)
+    assert "".join(jsonl_line(p.data()) for p in read) == text
+    assert read[1].c_hat_by_seed == [None, 0.3] and read[0].c_hat_by_seed is None
+    assert read_partitions(tmp_path)[0].q_hat == float("inf")
+    (tmp_path / "pairs.jsonl").write_text(jsonl_line({**pairs[0], "c": "high"}), encoding="utf-8")
+    with pytest.raises(UserError, match=r"pairs.jsonl line 1: a calibration pair record: field c"):
+        read_pairs(tmp_path)

@@ -110,6 +110,7 @@ from sgrgym.seeker.estimators import (
     visible_belief,
 )
 from sgrgym.seeker.pinned import load_pinned_corpus
+from sgrgym.seeker.records import CalibrationPair, PartitionResult
 from sgrgym.seeker.run import episode_seed
 from sgrgym.seeker.stopping import STOP_TOLERANCE, fires, stop_step
 from sgrgym.seeker.store import PassageStore, theta_note
@@ -321,23 +322,6 @@ def split_indices(n: int, split: int, seed: int, base_seed: int = 0) -> tuple[li
 def worst_estimates(c: FloatArray) -> FloatArray:
     """The worst estimate of each state: the end of [0, 1] farthest from its c."""
     return np.where(c >= 0.5, 0.0, 1.0)
-
-
-class PartitionResult(BaseModel):
-    """One (split, seed): q̂, its rank k, test coverage and raw test R², failures counted."""
-
-    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="strings")
-
-    split: int
-    seed: int
-    n_calibration: int
-    n_test: int
-    rank: int
-    q_hat: float
-    coverage: float
-    r2: float
-    parse_failures: int = 0  # states of this seed whose estimate could not be read
-    constant: float | None = None  # the fitted calibration mean (constant estimator)
 
 
 class ProtocolSummary(BaseModel):
@@ -970,16 +954,16 @@ def write_outputs(
     _write_lines(
         folder / "pairs.jsonl",
         [
-            {
-                "doc_id": s.doc_id,
-                "interval": s.interval,
-                "n_passages": s.n_passages,
-                "retrieved": len(s.retrieved),
-                "c": fixed(c, ROUND),
-                "c_hat": _maybe(h),
-                "score": _maybe(e),
-                **({"c_hat_by_seed": [_maybe(r[i]) for r in by_seed]} if by_seed else {}),
-            }
+            CalibrationPair(
+                doc_id=s.doc_id,
+                interval=s.interval,
+                n_passages=s.n_passages,
+                retrieved=len(s.retrieved),
+                c=fixed(c, ROUND),
+                c_hat=_maybe(h),
+                score=_maybe(e),
+                c_hat_by_seed=[_maybe(r[i]) for r in by_seed] if by_seed else None,
+            ).data()
             for i, (s, c, h, e) in enumerate(
                 zip(pool.states, calibration.c, calibration.c_hat, scores, strict=True)
             )

@@ -21,8 +21,13 @@ from sgrgym.core.hashing import canonical_json
 from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes
 from sgrgym.core.io import write_atomic
 from sgrgym.core.table import format_table
-from sgrgym.runs.folder import read_log
-from sgrgym.seeker.records import EpisodeRecord, read_episodes
+from sgrgym.seeker.records import (
+    EpisodeRecord,
+    PartitionResult,
+    read_episodes,
+    read_pairs,
+    read_partitions,
+)
 from sgrgym.sgr.records import read_trajectories
 from sgrgym.suite.config import RunConfig
 
@@ -49,16 +54,6 @@ def read_json_file(path: Path, what: str) -> Any:
         return json_value(decode_text(read_bytes(path, what), path, what))
     except BadJson as exc:
         raise UserError(f"{path}: the {what} is not valid JSON ({exc})") from None
-
-
-def records(path: Path, what: str) -> list[dict[str, Any]]:
-    """The records of a JSONL file, each a JSON object (else an error naming file and line)."""
-    found = []
-    for number, record in read_log(path, what, repair=False):
-        if not isinstance(record, dict):
-            raise UserError(f"{path} line {number}: a {what} record must be a JSON object")
-        found.append(record)
-    return found
 
 
 def _llm_totals(episode: EpisodeRecord) -> dict[str, Any] | None:
@@ -134,14 +129,11 @@ def seeker_row(folder: Path, agent: str, belief: str) -> dict[str, Any]:
     }
 
 
-def _protocol(partitions: list[dict[str, Any]], key: str) -> tuple[float, float]:
+def _protocol(partitions: Sequence[PartitionResult], key: str) -> tuple[float, float]:
     """Section 3.3: mean ± std (ddof = 1) across the split-level means of ``key``."""
     splits: dict[int, list[float]] = {}
     for p in partitions:
-        value = p[key]
-        splits.setdefault(int(p["split"]), []).append(
-            math.inf if value == "Infinity" else math.nan if value == "NaN" else float(value)
-        )
+        splits.setdefault(p.split, []).append(getattr(p, key))
     means = [fmean(v) for _, v in sorted(splits.items())]
     if any(math.isnan(m) for m in means):
         return math.nan, math.nan
@@ -152,17 +144,14 @@ def _protocol(partitions: list[dict[str, Any]], key: str) -> tuple[float, float]
 
 def calibration_row(folder: Path) -> dict[str, Any]:
     """Table 4's row for one estimator, from its partitions and (c, ĉ) pairs."""
-    partitions = records(folder / "partitions.jsonl", "calibration partition")
-    pairs = records(folder / "pairs.jsonl", "calibration pair")
+    partitions = read_partitions(folder)
+    pairs = read_pairs(folder)
     if not partitions:
         raise UserError(f"{folder}: no calibration partitions recorded")
-    try:
-        q_hat, q_std = _protocol(partitions, "q_hat")
-        r2, r2_std = _protocol(partitions, "r2")
-        cov, cov_std = _protocol(partitions, "coverage")
-        scores = [float(p["score"]) for p in pairs if p.get("score") is not None]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise UserError(f"{folder}: a calibration record lacks a field ({exc})") from None
+    q_hat, q_std = _protocol(partitions, "q_hat")
+    r2, r2_std = _protocol(partitions, "r2")
+    cov, cov_std = _protocol(partitions, "coverage")
+    scores = [p.score for p in pairs if p.score is not None]
     return {
         "estimator": folder.name,
         "q_hat": _finite(q_hat),

@@ -23,7 +23,7 @@ from typing import Any
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
 from sgrgym.runs.folder import COMPLETE
-from sgrgym.suite.results import compute, load_card, read_json_file, records
+from sgrgym.suite.results import compute, load_card, read_json_file
 
 TOLERANCE = 1e-5  # the pairs are rounded to 6 decimals; q̂ and R² recomputed from them
 
@@ -118,10 +118,18 @@ def _seeker(folder: Path) -> list[str]:
     return problems + _same(folder / "summary.json", summary_text(summary))
 
 
+_SPECIAL = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}  # as JSON holds them
+
+
+def _special(value: object) -> object:
+    return _SPECIAL.get(value, value) if isinstance(value, str) else value
+
+
 def _close(a: object, b: object, tolerance: float) -> bool:
-    if isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+    a, b = _special(a), _special(b)
+    if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
         return a == b
-    x, y = float(a), float(b)  # type: ignore[arg-type]
+    x, y = float(a), float(b)
     if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
         return (math.isnan(x) and math.isnan(y)) or x == y
     return abs(x - y) <= tolerance
@@ -129,22 +137,26 @@ def _close(a: object, b: object, tolerance: float) -> bool:
 
 def _estimator(folder: Path) -> list[str]:
     from sgrgym.seeker.calibrate import run_protocol
+    from sgrgym.seeker.records import read_pairs, read_partitions
     from sgrgym.suite.results import _protocol
 
     report = read_json_file(folder / "report.json", "calibration report")
-    partitions = records(folder / "partitions.jsonl", "calibration partition")
-    pairs = records(folder / "pairs.jsonl", "calibration pair")
+    partitions = read_partitions(folder)
+    pairs = read_pairs(folder)
     problems = []
     for key in ("q_hat", "r2", "coverage"):
         mean, std = _protocol(partitions, key)
         if not _close(mean, report[key], 0) or not _close(std, report[f"{key}_std"], 0):
             problems.append(f"{folder / 'report.json'}: {key} differs from its partitions")
-    c = [float(p["c"]) for p in pairs]
-    by_seed = [p.get("c_hat_by_seed") for p in pairs]
-    if report["estimator_seeded"] and all(isinstance(s, list) for s in by_seed):
-        rows = [[math.nan if v is None else v for v in col] for col in zip(*by_seed, strict=True)]
+    c = [p.c for p in pairs]
+    by_seed = [p.c_hat_by_seed for p in pairs]
+    if report["estimator_seeded"] and all(s is not None for s in by_seed):
+        rows = [
+            [math.nan if v is None else v for v in col]
+            for col in zip(*(s or [] for s in by_seed), strict=True)
+        ]
     else:
-        rows = [[math.nan if p["c_hat"] is None else p["c_hat"] for p in pairs]]
+        rows = [[math.nan if p.c_hat is None else p.c_hat for p in pairs]]
     redone = run_protocol(
         c,
         rows if len(rows) > 1 else rows[0],
@@ -168,15 +180,12 @@ def _estimator(folder: Path) -> list[str]:
             ("r2", TOLERANCE),
             ("coverage", 1 / n_test + 1e-9),
         ):
-            value = getattr(again, key)
-            if not _close(stored[key], "Infinity" if math.isinf(value) else value, tolerance):
-                where = f"{folder / 'partitions.jsonl'}: split {stored['split']}"
-                problems.append(
-                    f"{where} seed {stored['seed']} {key} does not follow from the pairs"
-                )
+            if not _close(getattr(stored, key), getattr(again, key), tolerance):
+                where = f"{folder / 'partitions.jsonl'}: split {stored.split}"
+                problems.append(f"{where} seed {stored.seed} {key} does not follow from the pairs")
                 break
     scores = read_json_file(folder / "scores.json", "calibration scores")
-    expected = sorted(float(p["score"]) for p in pairs if p.get("score") is not None)
+    expected = sorted(p.score for p in pairs if p.score is not None)
     if [float(s) for s in scores.get("scores", [])] != expected:
         problems.append(f"{folder / 'scores.json'}: scores differ from the pairs'")
     pool = folder.parent / "pool.jsonl"

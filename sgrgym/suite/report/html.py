@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from sgrgym.core.errors import UserError
+from sgrgym.seeker.records import read_pairs
 from sgrgym.suite.config import RunConfig
 from sgrgym.suite.results import (
     BASELINE_HEADER,
@@ -42,7 +43,6 @@ from sgrgym.suite.results import (
     card_config,
     near_theta_text,
     read_json_file,
-    records,
 )
 
 FIGURES = "figures"
@@ -357,22 +357,18 @@ def _calibration(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         items = []
         for row in run.calibration:
             folder = run.path / CALIBRATION / row["estimator"]
-            pairs = [
-                p
-                for p in records(folder / "pairs.jsonl", "calibration pair")
-                if p.get("c_hat") is not None
-            ]
+            pairs = [p for p in read_pairs(folder) if p.c_hat is not None]
             q_hat = row["q_hat"] if isinstance(row["q_hat"], (int, float)) else float("inf")
             base = f"{FIGURES}/{_safe(run.label)}-cal-{_safe(row['estimator'])}"
             figures.scatter_c(
-                [p["c"] for p in pairs],
-                [p["c_hat"] for p in pairs],
+                [p.c for p in pairs],
+                [p.c_hat for p in pairs if p.c_hat is not None],
                 q_hat,
                 out / f"{base}-scatter.svg",
                 f"{row['estimator']}: ĉ vs c",
             )
             figures.histogram(
-                [p["score"] for p in pairs],
+                [p.score for p in pairs if p.score is not None],
                 q_hat,
                 out / f"{base}-scores.svg",
                 f"{row['estimator']}: nonconformity",
