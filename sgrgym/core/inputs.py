@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.core.errors import InputError
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 ECHO_CHARS = 120
 
@@ -100,3 +103,11 @@ def existing_file(path: Path, what: str) -> bool:
     if path.is_dir():
         raise InputError(f"{path}: is a folder; expected a {what}")
     return path.exists()
+
+
+def field_problem(exc: ValidationError, top: str = "(top level)") -> str:
+    """``field LOC: message`` for a pydantic error's first problem (``top`` names an error of
+    the whole value): the one wording every file and record check uses."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or top
+    return f"field {where}: {first['msg']}"

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sgrgym.core.artifacts import Artifact, cache_dir, fetch, verify
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.inputs import field_problem
 from sgrgym.core.output import Say
 
 MANIFEST = Path(__file__).parent / "data" / "local_models.json"
@@ -126,9 +127,7 @@ def load_manifest(path: Path | None = None) -> Manifest:
     try:
         manifest = Manifest.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path}: field {where}: {first['msg']}") from None
+        raise UserError(f"{path}: {field_problem(exc)}") from None
     for name, model in manifest.models.items():
         total = sum(p.member_bytes for p in model.parts)
         if total != model.bytes:

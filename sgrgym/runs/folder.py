@@ -29,7 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
-from sgrgym.core.inputs import BadJson, decode_text, json_value, read_bytes, shorten
+from sgrgym.core.inputs import BadJson, decode_text, field_problem, json_value, read_bytes, shorten
 from sgrgym.core.io import TMP_SUFFIX, jsonl_line, write_atomic
 from sgrgym.runs.environment import run_environment
 
@@ -74,9 +74,7 @@ def typed_record(model: type[Record], data: object, where: str, what: str) -> Re
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise UserError(f"{where}: a {what} record: field {field}: {first['msg']}") from None
+        raise UserError(f"{where}: a {what} record: {field_problem(exc, '(record)')}") from None
 
 
 def read_records(path: Path, model: type[Record], what: str) -> list[Record]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_json
+from sgrgym.core.inputs import field_problem
 from sgrgym.core.output import write_json
 from sgrgym.seeker.corpus import (
     GENERIC,
@@ -359,9 +360,7 @@ def load_manifest(path: Path) -> PydocsManifest:
     except FileNotFoundError:
         raise UserError(f"pydocs manifest not found: {path}") from None
     except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path}: invalid pydocs manifest at {where}: {first['msg']}") from None
+        raise UserError(f"{path}: invalid pydocs manifest: {field_problem(err)}") from None
 
 
 def write_manifest(

@@ -25,7 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
-from sgrgym.core.inputs import read_bytes, shorten
+from sgrgym.core.inputs import field_problem, read_bytes, shorten
 from sgrgym.core.io import write_atomic
 from sgrgym.seeker.retrieval import Matrix
 
@@ -146,10 +146,8 @@ def load_store_manifest(path: Path) -> StoreManifest:
             read_bytes(path / MANIFEST, "passage store manifest")
         )
     except ValidationError as exc:
-        first = exc.errors()[0]
         raise UserError(
-            f"{path / MANIFEST}: not a passage store manifest (field "
-            f"{'.'.join(str(p) for p in first['loc']) or '(record)'}: {first['msg']}); "
+            f"{path / MANIFEST}: not a passage store manifest ({field_problem(exc, '(record)')}); "
             "rebuild with `sgrgym seeker build-store`"
         ) from None
 

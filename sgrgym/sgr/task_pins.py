@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
-from sgrgym.core.inputs import read_bytes, read_text
+from sgrgym.core.inputs import field_problem, read_bytes, read_text
 from sgrgym.core.io import write_atomic
 
 DEMO_TASKS_DIR = Path("tasks/sgr")
@@ -42,7 +42,7 @@ def load_pins(root: Path = DEMO_TASKS_DIR) -> TaskPins:
     try:
         return TaskPins.model_validate_json(read_text(path, "task pin manifest"))
     except ValidationError as exc:
-        raise UserError(f"{path}: not a task pin manifest ({exc.errors()[0]['msg']})") from None
+        raise UserError(f"{path}: not a task pin manifest ({field_problem(exc)})") from None
 
 
 def check_demo_task_files(paths: Iterable[Path], root: Path = DEMO_TASKS_DIR) -> None:

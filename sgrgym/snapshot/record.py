@@ -36,6 +36,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import field_problem
 from sgrgym.core.netguard import is_loopback, loopback_only
 from sgrgym.core.output import Say
 from sgrgym.core.version import __version__
@@ -137,9 +138,7 @@ def read_crawl_spec(path: Path) -> CrawlSpec:
     except IsADirectoryError:
         raise UserError(f"{path}: is a folder; --crawl needs a file") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path}: invalid crawl spec: {where}: {first['msg']}") from None
+        raise UserError(f"{path}: invalid crawl spec: {field_problem(exc)}") from None
     fields = [(f"seeds.{i}", url) for i, url in enumerate(spec.seeds)]
     fields += [(f"requests.{i}.url", r.url) for i, r in enumerate(spec.requests)]
     fields += [("proxy", spec.proxy)] if spec.proxy else []

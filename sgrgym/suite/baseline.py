@@ -38,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
+from sgrgym.core.inputs import field_problem
 from sgrgym.core.output import Say
 
 MANIFEST = "manifest.json"
@@ -151,9 +152,7 @@ def _read_model(path: Path, model: type[ModelT], what: str) -> ModelT:
     try:
         return model.model_validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise UserError(f"{path}: field {where}: {first['msg']}") from None
+        raise UserError(f"{path}: {field_problem(exc)}") from None
 
 
 def load(folder: Path) -> BaselineManifest:

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.inputs import field_problem
 
 from .transcripts import FORMATS
 
@@ -92,9 +93,7 @@ def load_profile(name_or_file: str) -> tuple[Profile, str]:
     try:
         profile = Profile.model_validate_json(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{where}: field {loc}: {first['msg']}") from None
+        raise UserError(f"{where}: {field_problem(exc)}") from None
     if profile.transcript_format not in FORMATS:
         raise UserError(
             f"{where}: transcript_format {profile.transcript_format!r} is not one of {FORMATS}"

@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from sgrgym.core.errors import PinError, UserError
+from sgrgym.core.inputs import field_problem
 from sgrgym.core.loopback import serve_http
 from sgrgym.core.output import Say
 from sgrgym.sgr.sites.app import SiteApp
@@ -94,7 +95,7 @@ def _manifest_at(path: Path) -> Manifest:
     try:
         return Manifest.model_validate_json(path.read_bytes())
     except ValidationError as exc:
-        raise UserError(f"{path}: not a pack manifest ({exc.errors()[0]['msg']})") from None
+        raise UserError(f"{path}: not a pack manifest ({field_problem(exc)})") from None
 
 
 def _compare(built: Path, pinned: Path) -> list[str]:

@@ -20,6 +20,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import field_problem
 
 ControlKind = Literal["filter", "view", "hierarchy", "scope", "window", "sort", "page"]
 OpName = Literal[
@@ -279,12 +280,7 @@ def site_models(
         try:
             model = SiteModel.model_validate(raw)
         except (ValidationError, SiteError) as exc:
-            first = exc.errors()[0] if isinstance(exc, ValidationError) else None
-            why = (
-                f"field {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-                if first
-                else str(exc)
-            )
+            why = field_problem(exc) if isinstance(exc, ValidationError) else str(exc)
             raise UserError(
                 f"{manifest}: sites[{number}].model is not a valid site model ({why}); the "
                 "manifest was edited: rebuild the pack with `sgrgym sgr build-packs`"

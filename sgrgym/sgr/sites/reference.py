@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import field_problem
 from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
@@ -100,9 +101,5 @@ def reference_of(task: ScoringTask) -> Reference | None:
     try:
         return Reference.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(
-            f"{task.source}:{task.line}: task {task.task_id}: field reference.{where}: "
-            f"{first['msg']}"
-        ) from None
+        problem = field_problem(exc).replace("field ", "field reference.", 1)
+        raise UserError(f"{task.source}:{task.line}: task {task.task_id}: {problem}") from None
