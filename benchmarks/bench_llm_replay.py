@@ -85,7 +85,15 @@ def percentiles(seconds: list[float]) -> dict[str, float]:
 
 def timed_run(env: SeekerEnv, agent: Any, docs: list[str], seeds: int, out: Path) -> float:
     start = time.perf_counter()
-    run_seeker(env, agent, trajectory_belief, "trajectory", docs, seeds, out)
+    run_seeker(
+        env,
+        agent,
+        render=trajectory_belief,
+        belief="trajectory",
+        doc_ids=docs,
+        seeds=seeds,
+        out_dir=out,
+    )
     return time.perf_counter() - start
 
 

@@ -88,6 +88,21 @@ def _results(out: Path) -> dict[str, bytes]:
 # ------------------------------------------------------------------------------ config
 
 
+def run_process_argv(config: Path, out: Path) -> list[str]:
+    """``sgrgym run`` of ``config`` into ``out`` as its own Python process."""
+    return [
+        sys.executable,
+        "-m",
+        "sgrgym",
+        "run",
+        "--out",
+        str(out),
+        "--config",
+        str(config),
+        "--quiet",
+    ]
+
+
 def test_default_config_is_the_embedded_one() -> None:
     config = load_config(None)
     assert config == parse_config(DEFAULT_CONFIG_TOML, "x")
@@ -204,17 +219,7 @@ def test_run_killed_at_random_points_resumes_byte_identical(
 ) -> None:
     config, clean = small
     out = tmp_path / "killed"
-    argv = [
-        sys.executable,
-        "-m",
-        "sgrgym",
-        "run",
-        "--out",
-        str(out),
-        "--config",
-        str(config),
-        "--quiet",
-    ]
+    argv = run_process_argv(config, out)
     rng = random.Random(7)
     killed = 0
     for _ in range(3):

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_run_main import _results, _small_config
+from test_run_main import _results, _small_config, run_process_argv
 
 from sgrgym.seeker.paths import corpus_path
 
@@ -33,17 +32,7 @@ def _run(config: Path, out: Path, extra_env: dict[str, str]) -> None:
         if name not in extra_env:
             env.pop(name, None)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sgrgym",
-            "run",
-            "--out",
-            str(out),
-            "--config",
-            str(config),
-            "--quiet",
-        ],
+        run_process_argv(config, out),
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -118,11 +118,11 @@ def test_runs_are_byte_identical_and_baselines_are_honest(
         run_seeker(
             env_for(tiny, embedder),
             SentencesAgent(per_step=1),
-            belief_renderer("dedup"),
-            "dedup",
-            ["tea"],
-            2,
-            tmp_path / name,
+            render=belief_renderer("dedup"),
+            belief="dedup",
+            doc_ids=["tea"],
+            seeds=2,
+            out_dir=tmp_path / name,
         )
     for file in ("episodes.jsonl", "summary.json"):
         assert (tmp_path / "a" / file).read_bytes() == (tmp_path / "b" / file).read_bytes()
@@ -132,21 +132,21 @@ def test_runs_are_byte_identical_and_baselines_are_honest(
     oracle = run_seeker(
         env_for(tiny, embedder, 1),
         OracleTextAgent(),
-        belief_renderer("oracle"),
-        "oracle",
-        ["tea"],
-        1,
-        tmp_path / "oracle",
+        render=belief_renderer("oracle"),
+        belief="oracle",
+        doc_ids=["tea"],
+        seeds=1,
+        out_dir=tmp_path / "oracle",
     )
     assert oracle.final_completeness == 1.0
     phrases = run_seeker(
         env_for(tiny, embedder),
         PhrasesAgent(),
-        belief_renderer("trajectory"),
-        "trajectory",
-        ["tea"],
-        1,
-        tmp_path / "phrases",
+        render=belief_renderer("trajectory"),
+        belief="trajectory",
+        doc_ids=["tea"],
+        seeds=1,
+        out_dir=tmp_path / "phrases",
     )
     assert phrases.final_completeness < 1.0
 

@@ -299,12 +299,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     summary = run_agent(
         env,
         agent,
-        render,
-        args.belief,
-        docs,
-        args.seeds,
-        args.out,
-        None if args.quiet else progress_bar,
+        render=render,
+        belief=args.belief,
+        doc_ids=docs,
+        seeds=args.seeds,
+        out_dir=args.out,
+        progress=None if args.quiet else progress_bar,
         jobs=args.jobs,
     )
     if args.json:
@@ -347,12 +347,12 @@ def cmd_sweep_theta(args: argparse.Namespace) -> int:
         summary = run_seeker(
             env,
             make_agent(args.agent, AgentSetup(per_step=args.queries_per_step)),
-            belief_renderer(args.belief),
-            args.belief,
-            docs,
-            args.seeds,
-            args.out / f"theta-{theta:.2f}",
-            None if args.quiet else progress_bar,
+            render=belief_renderer(args.belief),
+            belief=args.belief,
+            doc_ids=docs,
+            seeds=args.seeds,
+            out_dir=args.out / f"theta-{theta:.2f}",
+            progress=None if args.quiet else progress_bar,
         )
         results[f"{theta:.2f}"] = summary.final_completeness
         curves[f"{theta:.2f}"] = summary.completeness_by_step

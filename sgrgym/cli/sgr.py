@@ -188,7 +188,9 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         agent = make_agent(args.agent, setup)
         with world.env.snapshot:
             show = None if args.quiet else progress_bar
-            report = run_agent(world, agent, args.out, args.seed, show, jobs=args.jobs)
+            report = run_agent(
+                world, agent, args.out, seed=args.seed, progress=show, jobs=args.jobs
+            )
     finally:
         world.env.close()
     if args.json:

@@ -143,6 +143,7 @@ def summary_text(summary: SeekerSummary) -> str:
 
 def summarize(
     episodes: Sequence[EpisodeRecord],
+    *,
     corpus: str,
     agent: str,
     belief: str,
@@ -244,6 +245,7 @@ def _episodes(
 def run_agent(
     env: SeekerEnv,
     agent: SeekerAgent,
+    *,
     render: Renderer,
     belief: str,
     doc_ids: Sequence[str],
@@ -254,21 +256,29 @@ def run_agent(
 ) -> SeekerSummary:
     """:func:`run_seeker` for any registered agent: an agent with a model runs in the env it
     attaches to, writes its call log (a log, not a result) and is closed however the run ends."""
-    if not isinstance(agent, RecordingAgent):
-        return run_seeker(env, agent, render, belief, doc_ids, seeds, out_dir, progress, jobs)
     try:
         return run_seeker(
-            agent.attach(env), agent, render, belief, doc_ids, seeds, out_dir, progress, jobs
+            agent.attach(env) if isinstance(agent, RecordingAgent) else env,
+            agent,
+            render=render,
+            belief=belief,
+            doc_ids=doc_ids,
+            seeds=seeds,
+            out_dir=out_dir,
+            progress=progress,
+            jobs=jobs,
         )
     finally:
-        if out_dir.is_dir():
-            agent.write_log(out_dir)
-        agent.close()
+        if isinstance(agent, RecordingAgent):
+            if out_dir.is_dir():
+                agent.write_log(out_dir)
+            agent.close()
 
 
 def run_seeker(
     env: SeekerEnv,
     agent: SeekerAgent,
+    *,
     render: Renderer,
     belief: str,
     doc_ids: Sequence[str],
@@ -299,7 +309,13 @@ def run_seeker(
                     doc_id, final = episode.doc_id, episode.final_completeness
                     progress(len(episodes), total, f"{doc_id} c={final:.2f}")
         summary = summarize(
-            episodes, env.corpus.name, agent.name, belief, env.horizon, seeds, env.theta
+            episodes,
+            corpus=env.corpus.name,
+            agent=agent.name,
+            belief=belief,
+            steps=env.horizon,
+            seeds=seeds,
+            theta=env.theta,
         ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
         folder.write_final(SUMMARY, summary_text(summary))
         folder.complete((EPISODES, SUMMARY))

@@ -186,7 +186,7 @@ class TaskRunner(Protocol):
     def name(self) -> str: ...
 
     def run_world(
-        self, world: SgrWorld, out_dir: Path, progress: Progress | None, jobs: int
+        self, world: SgrWorld, out_dir: Path, *, progress: Progress | None, jobs: int
     ) -> ScoreReport: ...
 
 
@@ -194,6 +194,7 @@ def run_agent(
     world: SgrWorld,
     agent: Agent | TaskRunner,
     out_dir: Path,
+    *,
     seed: int,
     progress: Progress | None = None,
     jobs: int = 1,
@@ -202,14 +203,13 @@ def run_agent(
     a task runner runs them itself; a model agent's settings go into the card and its log is
     written and its client closed however the run ends. The world stays open (the caller's)."""
     if isinstance(agent, TaskRunner):
-        return agent.run_world(world, out_dir, progress, jobs)
+        return agent.run_world(world, out_dir, progress=progress, jobs=jobs)
     card = run_card(world.env, agent, seed, world.files)
     if not isinstance(agent, ModelAgent):
-        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress, jobs)
+        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress=progress, jobs=jobs)
     try:
-        return run_tasks(
-            world.env, agent, world.tasks, out_dir, agent.run_card(card), progress, jobs
-        )
+        card = agent.run_card(card)
+        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress=progress, jobs=jobs)
     finally:
         if out_dir.is_dir():
             agent.write_log(out_dir)
@@ -231,6 +231,7 @@ def run_tasks(
     tasks: Sequence[ScoringTask],
     out_dir: Path,
     card: RunCard,
+    *,
     progress: Progress | None = None,
     jobs: int = 1,
 ) -> ScoreReport:

@@ -383,20 +383,20 @@ def _build(
     except ValueError as exc:
         raise ValueError(f"row key: {exc}") from None
     return ScoringTask(
-        task,
-        source,
-        line,
-        columns,
-        canons,
-        key,
-        rule,
-        gold_rows,
-        gold_canon,
-        mode,
-        kinds,
-        statement,
-        tuple(warnings),
-        notes,
+        task=task,
+        source=source,
+        line=line,
+        columns=columns,
+        canons=canons,
+        key_columns=key,
+        key_rule=rule,
+        gold_rows=gold_rows,
+        gold_canon=gold_canon,
+        canonicalization=mode,
+        column_kinds=kinds,
+        key_statement=statement,
+        warnings=tuple(warnings),
+        notes=notes,
     )
 
 

@@ -72,16 +72,16 @@ def _capture(row: Row, original: Capture | None = None) -> Capture:
     """The capture of one index row (columns as in :data:`_COLUMNS`)."""
     _, _, _, _, status, mime, warc, offset, length, time, location, record_id = row[:12]
     return Capture(
-        str(row[0]),
-        int(status),  # type: ignore[call-overload]
-        str(mime),
-        str(warc),
-        int(offset),  # type: ignore[call-overload]
-        int(length),  # type: ignore[call-overload]
-        str(time),
-        str(location),
-        str(record_id),
-        original,
+        url=str(row[0]),
+        status=int(status),  # type: ignore[call-overload]
+        mime=str(mime),
+        warc_file=str(warc),
+        offset=int(offset),  # type: ignore[call-overload]
+        length=int(length),  # type: ignore[call-overload]
+        capture_time=str(time),
+        location=str(location),
+        record_id=str(record_id),
+        original=original,
     )
 
 

@@ -274,7 +274,16 @@ def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | N
             model = f" ({llm.model})" if isinstance(agent, RecordingAgent) and llm else ""
             progress(f"SeekerGym: agent {agent_name}{model}, belief {belief}")
             part = out / seeker_part(agent_name, belief)
-            run_agent(seeker.env, agent, render, belief, seeker.docs, cfg.seeds, part, bar)
+            run_agent(
+                seeker.env,
+                agent,
+                render=render,
+                belief=belief,
+                doc_ids=seeker.docs,
+                seeds=cfg.seeds,
+                out_dir=part,
+                progress=bar,
+            )
 
 
 def _llm_options(cfg: LLMConfig) -> LLMOptions:
@@ -335,7 +344,7 @@ def _run_sgr(out: Path, config: RunConfig, sgr: _Sgr, bar: Progress | None) -> N
         agent = make_agent(name, sgr.setup)
         model = f" ({config.llm.model})" if isinstance(agent, ModelAgent) and config.llm else ""
         progress(f"SGR: agent {name}{model}")
-        run_agent(sgr.world, agent, out / sgr_part(name), config.sgr.seed, bar)
+        run_agent(sgr.world, agent, out / sgr_part(name), seed=config.sgr.seed, progress=bar)
 
 
 def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None:

@@ -107,12 +107,12 @@ def _seeker(folder: Path) -> list[str]:
         problems.append(f"{folder / 'episodes.jsonl'}: episodes missing or repeated")
     summary = summarize(
         episodes,
-        card["corpus"],
-        card["agent"],
-        card["belief"],
-        card["steps"],
-        card["seeds"],
-        card["theta"],
+        corpus=card["corpus"],
+        agent=card["agent"],
+        belief=card["belief"],
+        steps=card["steps"],
+        seeds=card["seeds"],
+        theta=card["theta"],
     )
     summary = summary.model_copy(update={"theta_note": stored.get("theta_note", "")})
     return problems + _same(folder / "summary.json", summary_text(summary))

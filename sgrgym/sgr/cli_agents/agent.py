@@ -83,7 +83,7 @@ class CliAgent:
         return cls(name, profile, profile_sha256, options, api_key, allow, seed)
 
     def run_world(
-        self, world: SgrWorld, out_dir: Path, progress: Progress | None, jobs: int
+        self, world: SgrWorld, out_dir: Path, *, progress: Progress | None, jobs: int
     ) -> ScoreReport:
         """Run every task of ``world`` not yet answered in ``out_dir``. The world's env is
         closed first: each session's MCP server opens the pack itself."""
@@ -128,5 +128,12 @@ class CliAgent:
         env.close()
         with egress or nullcontext():
             return run_cli_tasks(
-                settings, env.sites, world.tasks, prompts, out_dir, card, jobs, progress
+                settings,
+                env.sites,
+                world.tasks,
+                prompts,
+                out_dir,
+                card,
+                jobs=jobs,
+                progress=progress,
             )

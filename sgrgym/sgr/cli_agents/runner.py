@@ -321,6 +321,7 @@ def run_cli_tasks(
     prompts: dict[str, str],
     out_dir: Path,
     card: CliRunCard,
+    *,
     jobs: int = 1,
     progress: Progress | None = None,
 ) -> ScoreReport:
