@@ -221,6 +221,6 @@ def test_runner_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
     with pytest.raises(SystemExit):
         main(["sgr", "run", "--agent", "robot", "--out", out])
     assert (
-        "no SGR agent 'robot'; SGR agents: default, explore, oracle, random, search-only, llm, "
-        "cli:NAME" in capsys.readouterr().err
+        "no SGR agent 'robot'; SGR agents: cli:NAME, default, explore, llm, oracle, random, "
+        "search-only" in capsys.readouterr().err
     )
