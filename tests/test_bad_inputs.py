@@ -1,4 +1,5 @@
-"""Every command that reads a user file answers bad input with exit 2 and a message naming it.
+"""Every command that reads a user file answers bad input with exit 2 and a message naming it,
+and leaves the file as it was (a command never rewrites a file it refuses).
 
 The sweep covers the ``sgr`` and ``seeker`` commands; the ``snapshot`` commands' file inputs
 (``record --urls``, ``fetch --data @FILE``, ...) are not part of it.
@@ -6,6 +7,7 @@ The sweep covers the ``sgr`` and ``seeker`` commands; the ``snapshot`` commands'
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,13 +41,31 @@ def _empty(path: Path) -> None:
     path.write_bytes(b"")
 
 
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)  # read naively, a FIFO blocks until a writer comes: it must be refused
+
+
+def _torn_json(path: Path) -> None:
+    path.write_text('{"settings": {"theta": 0.55}}', encoding="utf-8")  # no final newline
+
+
 BAD: dict[str, Callable[[Path], None]] = {
     "deep-json": _deep,
     "folder": _folder,
     "not-utf8": _not_utf8,
     "garbage": _garbage,
     "empty": _empty,
+    "fifo": _fifo,
+    "torn-json": _torn_json,
 }
+
+
+def _state(path: Path) -> object:
+    """What a command must not change: a file's bytes, or the kind of a non-file."""
+    if path.is_file():
+        return path.read_bytes()
+    return "folder" if path.is_dir() else "fifo" if path.is_fifo() else "missing"
+
 
 # (name, argv with "{F}" for the bad file and "{T}" for a scratch folder, bad inputs it takes)
 ALL = tuple(BAD)
@@ -148,7 +168,51 @@ COMMANDS: list[tuple[str, list[str], tuple[str, ...]]] = [
             "1",
             "--quiet",
         ],
-        ("deep-json", "folder", "not-utf8", "garbage"),
+        ("deep-json", "folder", "not-utf8", "garbage", "fifo", "torn-json"),
+    ),
+    (
+        "seeker run --llm-cache (replay)",
+        [
+            "seeker",
+            "run",
+            "--agent",
+            "llm",
+            "--llm-model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-cache",
+            "{F}",
+            "--docs",
+            DOC,
+            "--steps",
+            "1",
+            "--out",
+            "{T}/run",
+            "--quiet",
+        ],
+        ALL,
+    ),
+    (
+        "sgr run --llm-cache (record)",
+        [
+            "sgr",
+            "run",
+            "--agent",
+            "llm",
+            "--llm-model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--llm-cache",
+            "{F}",
+            "--llm-mode",
+            "record",
+            "--out",
+            "{T}/run",
+            "--quiet",
+        ],
+        ("deep-json", "folder", "not-utf8", "garbage", "fifo", "torn-json"),
     ),
     (
         "seeker run --query-cache",
@@ -203,9 +267,11 @@ def test_bad_file_is_exit_2_naming_it(
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     args = [a.replace("{F}", str(target)).replace("{T}", str(scratch)) for a in argv]
+    before = _state(target)
     code = main(args)  # an exception escaping here is the traceback the user would see
     err = capsys.readouterr().err
     assert code == 2, err
+    assert _state(target) == before, "the refused file was changed"
     assert str(target) in err
     assert "Traceback" not in err
     assert len(err) < 2_000

@@ -162,7 +162,8 @@ def test_stdio_server_writes_a_scored_run_folder(
     assert (out / "complete.json").is_file()
     assert main(["sgr", "audit", str(out)]) == 0
     assert "mcp" in capsys.readouterr().out
-    # One session per episode: the folder refuses a second one.
+    # One session per episode: the folder refuses a second one, and loses nothing doing so.
+    finished = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"}
     assert (
         main(
             [
@@ -180,6 +181,9 @@ def test_stdio_server_writes_a_scored_run_folder(
         == 2
     )
     assert "already over" in capsys.readouterr().err
+    assert {
+        p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and p.name != ".lock"
+    } == finished
 
 
 def test_unknown_task_and_prompt(

@@ -88,7 +88,10 @@ def test_card_mismatch_and_foreign_folders_are_refused(tmp_path: Path) -> None:
         pass
 
 
-def test_reopening_removes_old_final_results_until_completed(tmp_path: Path) -> None:
+def test_final_results_go_at_the_first_change_not_at_opening(tmp_path: Path) -> None:
+    """Reopening a finished folder deletes nothing until the command changes it (a command
+    that refuses after opening loses no result); the first change removes the completion
+    marker and the final results before anything else is written."""
     out = tmp_path / "run"
     card = Card(agent="x", seed=1)
     with open_run_folder(out, card, ("summary.json",)) as folder:
@@ -99,7 +102,12 @@ def test_reopening_removes_old_final_results_until_completed(tmp_path: Path) -> 
         "episodes.jsonl",
         "summary.json",
     }
-    with open_run_folder(out, card, ("summary.json",)):
+    with open_run_folder(out, card, ("summary.json",)) as folder:
+        assert (out / "summary.json").exists() and (out / COMPLETE).exists()
+        folder.append("episodes.jsonl", {"n": 2})
+        assert not (out / "summary.json").exists() and not (out / COMPLETE).exists()
+    with open_run_folder(out, card, ("summary.json",)) as folder:
+        folder.begin()  # a command that writes into the folder itself says so first
         assert not (out / "summary.json").exists() and not (out / COMPLETE).exists()
 
 

@@ -801,7 +801,13 @@ def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) ->
 def test_cli_calibrate_bad_options_name_the_flag(capsys) -> None:  # type: ignore[no-untyped-def]
     from sgrgym.cli import main
 
-    assert main(["seeker", "calibrate", "--steps", "0", "--no-stopping", "--quiet"]) == 2
-    assert "--steps: Input should be greater than or equal to 1" in capsys.readouterr().err
-    assert main(["seeker", "calibrate", "--queries-per-step", "0", "--quiet"]) == 2
-    assert "--queries-per-step" in capsys.readouterr().err
+    for flag, value, message in (
+        ("--steps", "0", "0 is not from 1 to 1,000"),
+        ("--queries-per-step", "0", "0 is not from 1 to 100"),
+        ("--alpha", "nan", "'nan' is not a number in (0, 1)"),
+        ("--theta", "-1", "'-1' is not a number in (0, 1)"),
+    ):
+        with pytest.raises(SystemExit) as stop:  # refused while parsing: nothing ran
+            main(["seeker", "calibrate", flag, value, "--no-stopping", "--quiet"])
+        assert stop.value.code == 2
+        assert f"argument {flag}: {message}" in capsys.readouterr().err

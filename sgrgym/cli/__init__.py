@@ -63,3 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # the system refused a file operation: a full disk, a permission
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"sgrgym: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 2

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from sgrgym.cli.options import open_world_of
 from sgrgym.core import defaults
+from sgrgym.core.argtypes import iso_date
 
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
@@ -57,6 +58,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
                 f"{args.out}: episode {task.task_id} is already over (one session per episode); "
                 "use a new --out folder"
             )
+        folder.begin()
         live = LiveEpisode(env, task, folder, args.site_ops)
         live.start()
         done = threading.Event()
@@ -123,7 +125,10 @@ def add_commands(areas: Areas) -> None:
     )
     mcp.add_argument("--no-render", action="store_true", help="archived pages only")
     mcp.add_argument(
-        "--current-date", default=defaults.CURRENT_DATE, help="date shown to the agent"
+        "--current-date",
+        type=iso_date,
+        default=defaults.CURRENT_DATE,
+        help="date shown to the agent (YYYY-MM-DD)",
     )
     mcp.add_argument(
         "--print-prompt",
@@ -154,7 +159,7 @@ def cli_agent_options(args: argparse.Namespace) -> CliAgentOptions:
 
 def add_cli_run_options(run: argparse.ArgumentParser) -> None:
     """The options of ``sgr run --agent cli:NAME`` (agent CLIs)."""
-    from sgrgym.cli.options import positive_int, positive_seconds
+    from sgrgym.core.argtypes import positive_int, positive_seconds
 
     group = run.add_argument_group(
         "agent CLIs (--agent cli:NAME)",

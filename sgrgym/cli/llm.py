@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.cli.options import port_number, positive_int
+from sgrgym.core.argtypes import SEED, port_number, positive_int
 
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
@@ -175,7 +175,7 @@ def add_commands(areas: Areas) -> None:
     )
     serve.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=0,
         metavar="N",
         help="seed for requests that send none (default %(default)s)",

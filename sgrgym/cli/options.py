@@ -6,36 +6,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from sgrgym.core import defaults
+from sgrgym.core.argtypes import positive_int, positive_seconds
 
 if TYPE_CHECKING:
     from sgrgym.sgr.make import SgrWorld
 
     Areas = argparse._SubParsersAction[argparse.ArgumentParser]  # `sgrgym AREA ...`
-
-
-def port_number(text: str) -> int:
-    """An argparse type: a TCP port, 0 (any free port) to 65535."""
-    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a port number (0 to 65535)")
-    return int(text)
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    if not (text.isascii() and text.isdigit()) or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text[:20]!r} is not a whole number of at least 1")
-    return int(text)
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
-    return value
 
 
 def add_budget_options(parser: argparse.ArgumentParser) -> None:

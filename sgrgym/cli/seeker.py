@@ -10,6 +10,18 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgrgym.core.argtypes import (
+    ALPHA,
+    PER_STEP,
+    SEED,
+    SEEDS,
+    STEPS,
+    THETA,
+    UNIT,
+    number_in,
+    output_file,
+    whole_number,
+)
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
@@ -527,15 +539,18 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     )
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
     parser.add_argument(
-        "--steps", type=int, default=10, help="horizon M (default: 10; ours: the paper gives none)"
+        "--steps",
+        type=STEPS,
+        default=10,
+        help="horizon M (default: 10; ours: the paper gives none)",
     )
     parser.add_argument(
         "--queries-per-step",
-        type=int,
+        type=PER_STEP,
         metavar="K",
         help="queries per step (default: 2 sentences, 4 phrases, 3 llm; ours)",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="episodes per document")
+    parser.add_argument("--seeds", type=SEEDS, default=1, help="episodes per document")
     parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
     parser.add_argument("--out", type=Path, required=out_required, metavar="PATH")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -582,9 +597,14 @@ def add_commands(areas: Areas) -> None:
         help="topic clusters: the source's (default) or UMAP + DBSCAN over the "
         "abstracts' embeddings (B.1; needs the cluster extra)",
     )
-    build.add_argument("--eps", type=float, default=0.16, help="DBSCAN ε (B.1: 0.16)")
     build.add_argument(
-        "--min-samples", type=int, default=160, help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)"
+        "--eps", type=number_in(0, 2, low_open=True), default=0.16, help="DBSCAN ε (B.1: 0.16)"
+    )
+    build.add_argument(
+        "--min-samples",
+        type=whole_number(1, 100_000),
+        default=160,
+        help="DBSCAN min_samples (B.1.1: 160; B.1.2: 64)",
     )
     build.add_argument(
         "--umap-metric",
@@ -594,11 +614,11 @@ def add_commands(areas: Areas) -> None:
     )
     build.add_argument(
         "--umap-components",
-        type=int,
+        type=whole_number(2, 4096),
         metavar="N",
         help="UMAP width (default: half the embedding width; ours)",
     )
-    build.add_argument("--out", type=Path, metavar="FILE")
+    build.add_argument("--out", type=output_file, metavar="FILE")
     build.add_argument(
         "--force", action="store_true", help="rebuild the demo corpus even if it matches its pin"
     )
@@ -663,7 +683,7 @@ def add_commands(areas: Areas) -> None:
     store.add_argument("--corpus-file", type=Path, metavar="FILE")
     store.add_argument("--model", default=DEFAULT_MODEL)
     store.add_argument(
-        "--theta", type=float, help="θ pinned with the store (default: 0.65, paper section 2.2)"
+        "--theta", type=THETA, help="θ pinned with the store (default: 0.65, paper section 2.2)"
     )
     store.add_argument("--out", type=Path, metavar="DIR")
     store.add_argument("--quiet", action="store_true")
@@ -692,7 +712,7 @@ def add_commands(areas: Areas) -> None:
         "belief, issues queries, and retrieves the passages whose cosine exceeds θ.",
     )
     _common(run)
-    run.add_argument("--theta", type=float, help="override the store's θ")
+    run.add_argument("--theta", type=THETA, help="override the store's θ")
     llm_run = add_llm_options(run)
     llm_run.add_argument(
         "--llm-estimate",
@@ -701,14 +721,14 @@ def add_commands(areas: Areas) -> None:
     )
     llm_run.add_argument(
         "--stop-q-hat",
-        type=float,
+        type=UNIT,
         metavar="Q",
         help="calibrated stopping: q̂ from `seeker calibrate` (with "
         "--stop-delta; implies --llm-estimate)",
     )
     llm_run.add_argument(
         "--stop-delta",
-        type=float,
+        type=UNIT,
         metavar="D",
         help="stop after the step where ĉ - q̂ >= D (figure 2d)",
     )
@@ -722,7 +742,7 @@ def add_commands(areas: Areas) -> None:
 
     sweep = cmds.add_parser("sweep-theta", help="completeness per step for several θ values")
     _common(sweep)
-    sweep.add_argument("--thetas", nargs="+", type=float, required=True)
+    sweep.add_argument("--thetas", nargs="+", type=THETA, required=True)
     sweep.set_defaults(handler=cmd_sweep_theta)
 
     select = cmds.add_parser(
@@ -738,7 +758,7 @@ def add_commands(areas: Areas) -> None:
     select.add_argument(
         "--grid",
         nargs="+",
-        type=float,
+        type=THETA,
         metavar="θ",
         default=[0.45, 0.5, 0.55, 0.6, 0.65, 0.7],
         help="θ grid (default 0.45 ... 0.70: the paper's 0.60/0.65/0.70 extended downwards, ours)",
@@ -806,20 +826,22 @@ def add_commands(areas: Areas) -> None:
         help="unreadable estimates: scored as the worst estimate (default) "
         "or excluded from that seed's sets",
     )
-    calibrate.add_argument("--alpha", type=float, default=0.1, help="miscoverage α (0.1)")
+    calibrate.add_argument("--alpha", type=ALPHA, default=0.1, help="miscoverage α (0.1)")
     calibrate.add_argument(
         "--interval-width",
-        type=int,
+        type=whole_number(1, 10_000),
         metavar="Δ",
         help="width of the remaining-passage intervals, one state each "
         "(default: the corpus' Δ: 10 encyclopedic, 15 surveys)",
     )
-    calibrate.add_argument("--seed", type=int, default=0, help="pool and split seed (0)")
-    calibrate.add_argument("--splits", type=int, default=3, help="random splits (3)")
-    calibrate.add_argument("--seeds", type=int, default=10, help="estimator seeds per split (10)")
+    calibrate.add_argument("--seed", type=SEED, default=0, help="pool and split seed (0)")
+    calibrate.add_argument(
+        "--splits", type=whole_number(1, 1_000), default=3, help="random splits (3)"
+    )
+    calibrate.add_argument("--seeds", type=SEEDS, default=10, help="estimator seeds per split (10)")
     calibrate.add_argument(
         "--stop-delta",
-        type=float,
+        type=UNIT,
         nargs="+",
         default=[0.05, 0.1, 0.2, 0.3],
         metavar="δ",
@@ -831,12 +853,12 @@ def add_commands(areas: Areas) -> None:
     calibrate.add_argument("--agent", default="sentences", help="agent for stopping episodes")
     calibrate.add_argument(
         "--queries-per-step",
-        type=int,
+        type=PER_STEP,
         metavar="K",
         help="queries per step (default 2 sentences, 4 phrases: ours)",
     )
-    calibrate.add_argument("--steps", type=int, default=10, help="horizon M (default: 10; ours)")
-    calibrate.add_argument("--theta", type=float, help="override the store's pinned θ")
+    calibrate.add_argument("--steps", type=STEPS, default=10, help="horizon M (default: 10; ours)")
+    calibrate.add_argument("--theta", type=THETA, help="override the store's pinned θ")
     calibrate.add_argument(
         "--estimate-cache", type=Path, metavar="FILE", help="persistent estimate cache (JSONL)"
     )

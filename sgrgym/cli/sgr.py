@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.cli.options import add_budget_options, open_world_of, positive_int
+from sgrgym.cli.options import add_budget_options, open_world_of
 from sgrgym.core import defaults
+from sgrgym.core.argtypes import SEED, iso_date, output_file, positive_int
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
     DEFAULT_TASKS_DIR,
@@ -435,7 +436,9 @@ def add_commands(areas: Areas) -> None:
         "or a folder of <task_id>.txt files",
     )
     score.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    score.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON report here")
+    score.add_argument(
+        "--out", type=output_file, metavar="FILE", help="also write the JSON report here"
+    )
     score.add_argument("--per-task", action="store_true", help="add a line per task to the table")
     score.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     score.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
@@ -488,7 +491,7 @@ def add_commands(areas: Areas) -> None:
     compare.add_argument("--strict", action="store_true", help=_STRICT_HELP)
     compare.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    compare.add_argument("--out", type=Path, metavar="FILE", help="also write the JSON here")
+    compare.add_argument("--out", type=output_file, metavar="FILE", help="also write the JSON here")
     compare.set_defaults(handler=cmd_sgr_compare)
 
     build = sgr_cmds.add_parser(
@@ -553,7 +556,7 @@ def add_commands(areas: Areas) -> None:
     )
     run.add_argument(
         "--seed",
-        type=int,
+        type=SEED,
         default=0,
         help="seed of the random/explore agents, and sent with the LLM agent's requests",
     )
@@ -570,7 +573,10 @@ def add_commands(areas: Areas) -> None:
         help="serve only archived pages (a miss is a 404) instead of rendering them",
     )
     run.add_argument(
-        "--current-date", default=defaults.CURRENT_DATE, help="date shown to the agent"
+        "--current-date",
+        type=iso_date,
+        default=defaults.CURRENT_DATE,
+        help="date shown to the agent (YYYY-MM-DD)",
     )
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")

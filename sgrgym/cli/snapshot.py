@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.cli.options import port_number, positive_int
+from sgrgym.core.argtypes import iso_timestamp, port_number, positive_int, positive_seconds
 from sgrgym.core.output import progress, write_json
 
 if TYPE_CHECKING:
@@ -224,11 +224,14 @@ def add_commands(areas: Areas) -> None:
     )
     record.add_argument(
         "--fixed-date",
+        type=iso_timestamp,
         metavar="ISO",
         help="WARC-Date for every record (e.g. 2026-01-01T00:00:00Z) and request-derived "
         "record ids: the same capture then gives byte-identical files",
     )
-    record.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+    record.add_argument(
+        "--timeout", type=positive_seconds, default=30.0, help="seconds per request"
+    )
     record.add_argument("--quiet", action="store_true", help="no progress lines")
     record.set_defaults(handler=cmd_record)
 
@@ -308,7 +311,12 @@ def add_commands(areas: Areas) -> None:
     )
     imp.add_argument("sources", nargs="+", type=Path, metavar="FILE")
     imp.add_argument("--out", type=Path, required=True, metavar="DIR")
-    imp.add_argument("--fixed-date", metavar="ISO", help="manifest 'created' date")
+    imp.add_argument(
+        "--fixed-date",
+        type=iso_timestamp,
+        metavar="ISO",
+        help="manifest 'created' time (YYYY-MM-DDTHH:MM:SSZ)",
+    )
     imp.add_argument(
         "--skip-bad-records",
         action="store_true",

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgrgym.core.argtypes import SEEDS
+
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
 
@@ -130,7 +132,7 @@ def add_commands(areas: Areas) -> None:
         metavar="NAME",
         help="further SGR agents by name (see sgrgym sgr run --help)",
     )
-    run.add_argument("--seeds", type=int, metavar="N", help="SeekerGym seeds (overrides config)")
+    run.add_argument("--seeds", type=SEEDS, metavar="N", help="SeekerGym seeds (overrides config)")
     run.add_argument("--no-report", action="store_true", help="skip the HTML report")
     run.add_argument(
         "--no-baseline",

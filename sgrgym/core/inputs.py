@@ -9,6 +9,8 @@ back in a message is cut to :data:`ECHO_CHARS` characters (:func:`shorten`).
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,10 +36,10 @@ def shorten(text: str, limit: int = ECHO_CHARS) -> str:
 
 def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
     """The bytes of the ``what`` file ``path`` (e.g. ``what="task file"``); with ``limit``, a
-    file of more bytes is an error (and no more than one byte past it is read)."""
+    file of more bytes is an error (and no more than one byte past it is read). Only a regular
+    file is read: a FIFO, a device or a socket is refused at once (never waited on or drained)."""
     try:
-        with path.open("rb") as handle:
-            data = handle.read() if limit is None else handle.read(limit + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except FileNotFoundError:
         raise InputError(f"{path}: {what} not found") from None
     except IsADirectoryError:
@@ -46,6 +48,17 @@ def read_bytes(path: Path, what: str, limit: int | None = None) -> bytes:
         raise InputError(f"{path}: {what} not readable (permission denied)") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise InputError(f"{path}: is a folder; expected a {what}")
+        raise InputError(f"{path}: not a regular file; expected a {what}")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read() if limit is None else handle.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read the {what} ({exc.strerror or exc})") from None
     if limit is not None and len(data) > limit:
         raise InputError(f"{path}: the {what} is over {limit} bytes")
     return data

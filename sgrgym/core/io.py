@@ -21,8 +21,12 @@ def write_atomic(path: Path, data: bytes | str, *, parents: bool = False) -> Non
     if parents:
         path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data.encode("utf-8") if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk, a folder in the way, an interrupt: no part stays
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def jsonl_line(record: object) -> str:

@@ -23,9 +23,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -109,6 +111,45 @@ def check_mode(mode: str, what: str) -> Mode:
     if mode not in MODES:
         raise UserError(f"{what} cache mode must be one of {', '.join(MODES)}, got {mode!r}")
     return mode
+
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def check_recording(path: Path, replay: bool, what: str) -> None:
+    """A recording file must be SQLite (or, to record into, absent or empty): any other file is
+    refused and left as it is; replaying needs a recording that exists and is not empty."""
+    if path.is_dir():
+        raise UserError(f"{path}: is a folder; the {what} cache is a SQLite file")
+    if path.exists() and not path.is_file():
+        raise UserError(f"{path}: not a regular file; the {what} cache is a SQLite file")
+    if not path.exists():
+        if replay:
+            raise UserError(f"{path}: no {what} cache to replay from: run once with mode record")
+        return
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_HEADER))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what} cache ({exc.strerror or exc})") from None
+    if not head and replay:
+        raise UserError(f"{path}: the {what} cache is empty: nothing to replay (mode record)")
+    if head and head != SQLITE_HEADER:
+        raise UserError(
+            f"{path}: not a {what} cache (not a SQLite file); it is left as it is: name a new "
+            "file or one a record run wrote"
+        )
+
+
+@contextmanager
+def sqlite_errors(path: Path, what: str) -> Iterator[None]:
+    """A damaged SQLite file (truncated, overwritten) as a UserError naming it."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        raise UserError(
+            f"{path}: the {what} cache is damaged ({exc}); restore it or record it again"
+        ) from None
 
 
 class _SharedCache:
@@ -196,16 +237,14 @@ class RecordedPost(Closing):
         self.sleep = sleep
         self.cache_path = sqlite_path(Path(cache_path))
         self.api_key_env = api_key_env
-        if self.mode == "replay" and not self.cache_path.is_file():
-            raise UserError(
-                f"{self.cache_path}: no {what} cache to replay from: run once with mode record"
-            )
+        check_recording(self.cache_path, self.mode == "replay", what)
         if self.mode != "replay":
             if not os.environ.get(api_key_env) and not is_loopback_url(url):
                 raise UserError(f"set {api_key_env} to record from {url}")
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
         self._read_only = self.mode == "replay"
-        self._shared = shared_cache(self.cache_path, self._read_only, what)
+        with sqlite_errors(self.cache_path, what):
+            self._shared = shared_cache(self.cache_path, self._read_only, what)
         self._closed = False
         self._http: requests.Session | None = None
 
@@ -226,12 +265,12 @@ class RecordedPost(Closing):
 
     def contains(self, body: Any) -> bool:
         """Whether the cache holds the response to ``body``."""
-        with self._shared.lock:
+        with self._shared.lock, sqlite_errors(self.cache_path, self.what):
             return bool(self._session.cache.contains(self.key(body)))
 
     def lookup(self, key: str) -> bytes | None:
         """The stored response bytes for a request hash (None when absent)."""
-        with self._shared.lock:
+        with self._shared.lock, sqlite_errors(self.cache_path, self.what):
             cached = self._session.cache.get_response(key)
         return None if cached is None else bytes(cached.content)
 
@@ -261,7 +300,7 @@ class RecordedPost(Closing):
         if self.mode == "replay":
             raise self.miss_error(key, label)
         response, attempts, retried = self._send(data, label)
-        with self._shared.lock:
+        with self._shared.lock, sqlite_errors(self.cache_path, self.what):
             self._session.cache.save_response(response, cache_key=key)
         return Sent(response.content, False, key, attempts, retried)
 

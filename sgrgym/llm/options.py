@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sgrgym.core.argtypes import SEED, number_in, positive_int
 from sgrgym.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -62,17 +63,22 @@ def add_llm_options(
         )
     group.add_argument(
         "--temperature",
-        type=float,
+        type=number_in(0.0, 2.0),
         default=temperature,
         metavar="T",
         help="sampling temperature (default %(default)s: ours, the papers give none)",
     )
-    group.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling parameter")
-    group.add_argument("--max-tokens", type=int, metavar="N", help="reply length limit")
+    group.add_argument(
+        "--top-p",
+        type=number_in(0.0, 1.0, low_open=True),
+        metavar="P",
+        help="nucleus sampling parameter",
+    )
+    group.add_argument("--max-tokens", type=positive_int, metavar="N", help="reply length limit")
     if "--llm-seed" not in leave_out:
         group.add_argument(
             "--llm-seed",
-            type=int,
+            type=SEED,
             metavar="N",
             help="seed sent with every request (default: the episode's seed)",
         )

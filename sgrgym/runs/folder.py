@@ -11,8 +11,10 @@
   was killed mid-line); it is cut off when the folder is opened again, so it never merges with
   the next record. Lines are written whole, one ``write`` each.
 - **Completion marker** (``complete.json``): written after the final results, listing them with
-  their sha256. Opening the folder removes the marker and the final results first, so a killed
-  rerun never leaves an old summary beside new partial records.
+  their sha256. The first change to an opened folder (or :meth:`RunFolder.begin`, called once
+  the command has decided to run) removes the marker and the final results first, so a killed
+  rerun never leaves an old summary beside new partial records, and a command that refuses
+  after opening the folder deletes nothing.
 """
 
 from __future__ import annotations
@@ -39,30 +41,44 @@ COMPLETE = "complete.json"
 _OWN = {CARD, LOCK, COMPLETE}
 
 
-def read_log(path: Path, what: str, repair: bool = True) -> list[tuple[int, Any]]:
+def read_log(
+    path: Path,
+    what: str,
+    repair: bool = True,
+    check: Callable[[int, Any], object] | None = None,
+) -> list[tuple[int, Any]]:
     """(line number, record) of an append-only JSONL file; a torn last line is cut off
     (``repair``) or is an error (``repair=False``: reading a finished run, never changing it).
 
-    A missing file is an empty log. Any other bad line is an error naming the file and line.
+    A missing file is an empty log. Any other bad line is an error naming the file and line,
+    and so is a record ``check`` refuses; both are found before anything is cut, so a file that
+    is not such a log is never changed. With ``check`` (a file the user names, such as a cache),
+    a file with no complete line at all is refused rather than emptied.
     """
     if not path.exists() and not path.is_symlink():
         return []
     data = read_bytes(path, what)
     end = data.rfind(b"\n") + 1
-    if end != len(data):
-        if not repair:
-            raise UserError(f"{path}: the last line has no newline (a torn or altered record)")
-        with path.open("r+b") as f:
-            f.truncate(end)
-        data = data[:end]
+    if end != len(data) and not repair:
+        raise UserError(f"{path}: the last line has no newline (a torn or altered record)")
     records = []
-    for number, line in enumerate(decode_text(data, path, what).splitlines(), start=1):
+    for number, line in enumerate(decode_text(data[:end], path, what).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             records.append((number, json_value(line)))
         except BadJson as exc:
             raise UserError(f"{path} line {number}: {exc} ({shorten(line, 80)})") from None
+        if check is not None:
+            check(number, records[-1][1])
+    if end != len(data):
+        if check is not None and not records:
+            raise UserError(
+                f"{path}: not a {what} (no complete line: its only line has no newline); "
+                "name a new file or one this command wrote"
+            )
+        with path.open("r+b") as f:
+            f.truncate(end)
     return records
 
 
@@ -102,8 +118,18 @@ def _differences(found: Any, wanted: Any) -> str:
 class RunFolder:
     """An opened, locked run folder (use :func:`open_run_folder`)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, finals: Sequence[str] = ()) -> None:
         self.path = path
+        self._finals = tuple(finals)
+        self._begun = False
+
+    def begin(self) -> None:
+        """The command runs: remove the completion marker and the final results (once)."""
+        if self._begun:
+            return
+        self._begun = True
+        for name in (COMPLETE, *self._finals):
+            _remove(self.path / name)
 
     def records(self, name: str) -> list[Any]:
         """The complete records of ``name`` (torn last line cut off)."""
@@ -115,21 +141,25 @@ class RunFolder:
         records = self.records(name)
         kept = [r for r in records if wanted(r)]
         if len(kept) != len(records):
+            self.begin()
             write_atomic(path, "".join(jsonl_line(r) for r in kept).encode("utf-8"))
         return kept
 
     def append(self, name: str, record: object) -> None:
         """Append one record as a whole line (one write, flushed)."""
+        self.begin()
         with (self.path / name).open("a", encoding="utf-8") as f:
             f.write(jsonl_line(record))
 
     def write_final(self, name: str, text: str) -> None:
         """Write a final result (atomically); list it in :meth:`complete`."""
+        self.begin()
         write_atomic(self.path / name, text.encode("utf-8"))
 
     def complete(self, names: Sequence[str] | None = None) -> None:
         """Mark the run complete: ``complete.json`` lists the results ``names`` (default: every
         file in the folder but the card) with their sha256."""
+        self.begin()
         if names is None:
             names = [
                 str(p.relative_to(self.path))
@@ -164,6 +194,8 @@ def _check_card(path: Path, card: BaseModel) -> None:
     card_path = path / CARD
     text = card_text(card)
     if not card_path.exists():
+        # A card whose write was cut short (a kill, a full disk) is not another run's file.
+        (path / (CARD + TMP_SUFFIX)).unlink(missing_ok=True)
         others = sorted(p.name for p in path.iterdir() if p.name not in _OWN)
         if others:
             raise UserError(
@@ -190,7 +222,8 @@ def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Itera
     """Create or reopen the run folder ``path`` for the run ``card``, locked while open.
 
     ``finals`` are the final results (files or folders) of the run: they and the completion
-    marker are removed before the caller writes anything, and rewritten by the caller.
+    marker are removed before the caller changes anything (:meth:`RunFolder.begin`), and
+    rewritten by the caller.
     """
     if path.exists() and not path.is_dir():
         raise UserError(f"{path}: --out names an existing file; name a folder")
@@ -201,9 +234,7 @@ def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Itera
     handle = _lock(path)
     try:
         _check_card(path, card)
-        for name in (COMPLETE, *finals):
-            _remove(path / name)
-        yield RunFolder(path)
+        yield RunFolder(path, finals)
     finally:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()

@@ -1003,6 +1003,7 @@ def calibration_folder(options: CalibrateOptions) -> Iterator[Callable[[], None]
         corpus_file_sha256=sha256_bytes(read_bytes(options.corpus_file, "corpus file")),
     )
     with open_run_folder(options.out, card, finals=("pool.jsonl", *options.estimators)) as folder:
+        folder.begin()  # the protocol writes its files straight into the folder
         yield folder.complete
 
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -445,16 +446,27 @@ class QueryCache(Closing):
             self._db.close()
             raise UserError(f"{self.path}: query cache schema {version} is not supported")
         # A file opened read-only cannot gain the table: whether it has one is decided here.
-        self._empty = read_only and not self._has_table()
+        with self._damaged():
+            self._empty = read_only and not self._has_table()
         if read_only:
             return
-        with self._db:
+        with self._damaged(), self._db:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS query_vectors ("
                 " model_id TEXT NOT NULL, text TEXT NOT NULL, vector BLOB NOT NULL,"
                 " PRIMARY KEY (model_id, text)) WITHOUT ROWID"
             )
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    @contextmanager
+    def _damaged(self) -> Iterator[None]:
+        """A truncated or overwritten file as a UserError naming it."""
+        try:
+            yield
+        except sqlite3.DatabaseError as exc:
+            raise UserError(
+                f"{self.path}: the query cache is damaged ({exc}); delete it or restore it"
+            ) from None
 
     def _has_table(self) -> bool:
         row = self._db.execute(
@@ -466,7 +478,7 @@ class QueryCache(Closing):
         """The cached vectors among ``texts`` (1-D float32 arrays), by text."""
         unique = list(dict.fromkeys(texts))
         found: dict[str, FloatMatrix] = {}
-        with self._lock:
+        with self._lock, self._damaged():
             if self._empty:
                 return found
             for start in range(0, len(unique), _LOOKUP_CHUNK):
@@ -498,7 +510,7 @@ class QueryCache(Closing):
             (model_id, text, np.asarray(vector, dtype="<f4").tobytes())
             for text, vector in zip(texts, vectors, strict=True)
         ]
-        with self._lock, self._db:
+        with self._lock, self._damaged(), self._db:
             self._db.executemany(
                 f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO query_vectors"
                 " (model_id, text, vector) VALUES (?, ?, ?)",
@@ -506,7 +518,7 @@ class QueryCache(Closing):
             )
 
     def __len__(self) -> int:
-        with self._lock:
+        with self._lock, self._damaged():
             if self._empty:
                 return 0
             count: int = self._db.execute("SELECT COUNT(*) FROM query_vectors").fetchone()[0]

@@ -556,15 +556,21 @@ class EstimateCache:
         self.hits = 0
         self._values: dict[CacheKey, float | None] = {}
         if path is not None:
-            # A last line without its newline was cut short by a kill: it is dropped.
-            for number, record in read_log(path, "estimate cache"):
+            # A last line without its newline was cut short by a kill: it is dropped, once
+            # every complete line has been read as a cached estimate (any other file is left
+            # as it is: refused, never rewritten).
+            def check(number: int, record: object) -> None:
                 try:
-                    item = _CachedEstimate.model_validate(record)
+                    _CachedEstimate.model_validate(record)
                 except ValueError:
                     raise UserError(
                         f"{path} line {number}: not a cached estimate "
-                        '({"estimator": ..., "key": ..., "c_hat": ...})'
+                        '({"estimator": ..., "key": ..., "c_hat": ...}); name a new file or '
+                        "one this command wrote"
                     ) from None
+
+            for _, record in read_log(path, "estimate cache", check=check):
+                item = _CachedEstimate.model_validate(record)
                 self._values.setdefault((item.estimator, item.key, item.seed), item.c_hat)
 
     def __len__(self) -> int:

@@ -15,6 +15,7 @@ LanceDB is the store, not the per-step search: an episode loads its document's m
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.inputs import field_problem, read_bytes, shorten
 from sgrgym.core.io import write_atomic
@@ -153,13 +154,15 @@ def load_store_manifest(path: Path) -> StoreManifest:
 
 
 def _verify_theta_evidence(path: Path, manifest: StoreManifest) -> None:
-    """The θ evidence file the manifest pins must be there, unchanged."""
+    """The θ evidence file the manifest pins must be there, unchanged, and choose the
+    manifest's θ (an edited θ is refused, not reported as the selected one)."""
     selection = manifest.theta_selection
     if selection is None:
         return
     evidence = path / selection.file
     try:
-        digest = sha256_bytes(evidence.read_bytes())
+        data = evidence.read_bytes()
+        digest = sha256_bytes(data)
     except FileNotFoundError:
         raise UserError(
             f"{evidence}: the θ evidence the manifest pins is missing; rerun "
@@ -169,6 +172,12 @@ def _verify_theta_evidence(path: Path, manifest: StoreManifest) -> None:
         raise UserError(
             f"{evidence}: sha256 {digest} does not match the manifest's {selection.sha256}; "
             "rerun `sgrgym seeker select-theta --pin`"
+        )
+    chosen = json.loads(data).get("chosen")
+    if chosen != manifest.theta:
+        raise PinError(
+            f"{path / MANIFEST}: θ = {manifest.theta:g} is not the θ its evidence {evidence.name} "
+            f"chose ({chosen}); restore it, or pass --theta to run at another θ"
         )
 
 

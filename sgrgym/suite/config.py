@@ -10,11 +10,12 @@ The config's canonical sha256 goes into the run card.
 
 from __future__ import annotations
 
+import datetime
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
@@ -31,53 +32,72 @@ else:  # pragma: no cover - Python 3.10
 # and keep the default run within its two-minute goal (measured in the README).
 DEFAULT_SEEDS = 2
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+# Every number finite (nan and inf refused), every flag a real true/false, and every count
+# one a run can finish: the same ranges as the command line's (sgrgym.core.argtypes).
+_STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+def _date(text: str) -> str:
+    if len(text) != 10:
+        raise ValueError("a date is YYYY-MM-DD")
+    datetime.date.fromisoformat(text)
+    return text
+
+
+Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
+Seeds = Annotated[int, Field(ge=1, le=10_000)]
+Steps = Annotated[int, Field(ge=1, le=1_000)]
+PerStep = Annotated[int, Field(ge=1, le=100)]
+Theta = Annotated[float, Field(gt=0.0, lt=1.0)]  # a cosine threshold (section 2.2)
+Unit = Annotated[float, Field(ge=0.0, le=1.0)]
+Seconds = Annotated[float, Field(gt=0, le=10_000_000)]
+Date = Annotated[str, AfterValidator(_date)]
 
 
 class SeekerConfig(BaseModel):
     model_config = _STRICT
 
-    enabled: bool = True
+    enabled: StrictBool = True
     corpus: str = "demo"
     model: str = defaults.EMBEDDER
     agents: list[str] = ["sentences", "phrases", "oracle-text"]
     beliefs: list[str] = ["trajectory", "dedup", "oracle"]  # section 3.1
-    seeds: int = Field(default=DEFAULT_SEEDS, ge=1)
-    steps: int = Field(default=10, ge=1)  # horizon M (ours: the paper gives none)
-    queries_per_step: int | None = Field(default=None, ge=1)
-    theta: float | None = None  # None: the store's pinned θ
+    seeds: Seeds = DEFAULT_SEEDS
+    steps: Steps = 10  # horizon M (ours: the paper gives none)
+    queries_per_step: PerStep | None = None
+    theta: Theta | None = None  # None: the store's pinned θ
     docs: list[str] = []  # empty: every document
 
 
 class CalibrationConfig(BaseModel):
     model_config = _STRICT
 
-    enabled: bool = True
+    enabled: StrictBool = True
     estimators: list[str] = ["constant", "abstract-coverage", "visible-count"]
-    alpha: float = 0.1  # section 3.3
-    splits: int = Field(default=3, ge=1)  # section 3.3
-    seeds: int = Field(default=10, ge=1)  # section 3.3
-    seed: int = 0
-    stopping: bool = True
-    stop_deltas: list[float] = [0.05, 0.1, 0.2, 0.3]  # ours: the paper gives no δ
+    alpha: float = Field(default=0.1, gt=0.0, lt=1.0)  # section 3.3
+    splits: int = Field(default=3, ge=1, le=1_000)  # section 3.3
+    seeds: Seeds = 10  # section 3.3
+    seed: Seed = 0
+    stopping: StrictBool = True
+    stop_deltas: list[Unit] = [0.05, 0.1, 0.2, 0.3]  # ours: the paper gives no δ
     agent: str = "sentences"
-    steps: int = Field(default=10, ge=1)
+    steps: Steps = 10
 
 
 class SgrConfig(BaseModel):
     model_config = _STRICT
 
-    enabled: bool = True
+    enabled: StrictBool = True
     pack: str = "demo"
     agents: list[str] = ["oracle", "default", "search-only", "random"]
     tasks: list[Path] = []  # empty: tasks/sgr/<site>/constraint.jsonl, goal.jsonl
-    seed: int = 0
-    random_steps: int = Field(default=4, ge=1)
-    max_tool_calls: int | None = Field(default=None, ge=1)
-    max_wall_s: float = Field(default=defaults.MAX_WALL_S, gt=0)
-    stall_s: float = Field(default=defaults.STALL_S, gt=0)
-    current_date: str = defaults.CURRENT_DATE
-    render: bool = True
+    seed: Seed = 0
+    random_steps: Steps = 4
+    max_tool_calls: int | None = Field(default=None, ge=1, le=100_000)
+    max_wall_s: Seconds = defaults.MAX_WALL_S
+    stall_s: Seconds = defaults.STALL_S
+    current_date: Date = defaults.CURRENT_DATE
+    render: StrictBool = True
 
 
 class LLMConfig(BaseModel):
@@ -92,17 +112,17 @@ class LLMConfig(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
     cache: Path | None = None  # the recorded calls (requests-cache SQLite); needed to run
     mode: Literal["record", "replay", "refresh"] = "replay"
-    temperature: float = 0.0
-    top_p: float | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     max_tokens: int | None = Field(default=None, ge=1)
-    seed: int | None = None  # None: each episode's seed
-    seeker: bool = True  # the SeekerGym LLM agent, over every belief in seeker.beliefs
-    queries_per_step: int | None = Field(default=None, ge=1)  # None: the agent's default
-    sgr: bool = True  # the SGR LLM agent
+    seed: Seed | None = None  # None: each episode's seed
+    seeker: StrictBool = True  # the SeekerGym LLM agent, over every belief in seeker.beliefs
+    queries_per_step: PerStep | None = None  # None: the agent's default
+    sgr: StrictBool = True  # the SGR LLM agent
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1)
     result_chars: int = Field(default=DEFAULT_RESULT_CHARS, ge=1)
     keep_results: int = Field(default=DEFAULT_KEEP_RESULTS, ge=0)
-    site_ops: bool = False  # appendix C: the paper's agents had no site operations
+    site_ops: StrictBool = False  # appendix C: the paper's agents had no site operations
 
 
 class BaselineConfig(BaseModel):
@@ -111,7 +131,7 @@ class BaselineConfig(BaseModel):
 
     model_config = _STRICT
 
-    enabled: bool = True
+    enabled: StrictBool = True
     folder: Path = Path("baselines/qwen2.5-coder-0.5b")
 
 
@@ -173,6 +193,8 @@ def parse_config(text: str, where: str) -> RunConfig:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{where}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UserError(f"{where}: TOML nested too deeply to read") from None
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:

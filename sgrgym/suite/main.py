@@ -233,6 +233,11 @@ def _check_names(config: RunConfig) -> None:
                 check(name)
             except UserError as exc:
                 raise UserError(f"{key}: {exc}") from None
+    from sgrgym.seeker.estimators import ESTIMATORS
+
+    for name in config.calibration.estimators:
+        if name not in ESTIMATORS:
+            raise UserError(f"calibration.estimators: {ESTIMATORS.unknown(name)}")
     for name in config.sgr.agents:  # each can be built (a model agent comes from [llm])
         try:
             make_agent(name, AgentSetup(seed=config.sgr.seed))
@@ -409,6 +414,7 @@ def run_all(
             stack.enter_context(sgr.env.snapshot)
         card = _card(config, seeker, sgr)
         with open_run_folder(out, card, finals=(RESULTS, REPORT)) as folder:
+            folder.begin()  # the parts, results and report are written into it directly
             if seeker is not None and config.seeker.enabled:
                 _run_seeker(out, config, seeker, bar)
             if seeker is not None and config.calibration.enabled:

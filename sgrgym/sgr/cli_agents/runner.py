@@ -335,6 +335,7 @@ def run_cli_tasks(
     with open_run_folder(out_dir, card, finals=(SCORES,)) as folder:
         done = answered(folder)
         pending = [t for t in tasks if t.task_id not in done]
+        folder.begin()  # decided: the sessions write into the folder beside its records
 
         def one(task: ScoringTask) -> Session:
             folder_of = out_dir / "episodes" / task.task_id
