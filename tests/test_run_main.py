@@ -489,3 +489,28 @@ mode = "{"record" if url != "http://127.0.0.1:9" else "replay"}"
     } <= set(rec)
     assert json.loads((tmp_path / "rep" / "sgr" / "llm" / "llm_run.json").read_text())
     assert main(["verify-run", str(tmp_path / "rep")]) == 0
+
+
+def test_sigterm_removes_the_scratch_folder_and_the_run_resumes(tmp_path: Path) -> None:
+    """SIGTERM stops `sgrgym run` as Ctrl-C does: exit 143, its scratch folder (the shared
+    query cache) removed, the run folder resumable."""
+    config = _small_config(tmp_path / "small.toml")
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        run_process_argv(config, out),
+        env={**os.environ, "TMPDIR": str(scratch_root)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while not (out / "seeker").is_dir() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(scratch_root.glob("sgrgym-run-*")), "the run started with its scratch folder"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert b"stopped by SIGTERM" in err and b"Traceback" not in err
+    assert list(scratch_root.iterdir()) == []
+    assert main(run_process_argv(config, out)[3:]) == 0  # resumed in this process

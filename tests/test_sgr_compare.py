@@ -102,7 +102,25 @@ def _run_dir(root: Path, name: str, files: list[Path], answers: dict[str, str]) 
     card = {"agent": name, "task_files": {str(f): sha256_file(f)[0] for f in files}}
     (folder / "run.json").write_text(json.dumps(card))
     write_jsonl(folder / "answers.jsonl", [{"task_id": k, "answer": v} for k, v in answers.items()])
+    (folder / "complete.json").write_text("{}\n")  # a finished run
     return folder
+
+
+def test_an_unfinished_run_is_marked_not_ranked_as_done(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    files = _tasks(tmp_path)
+    done = _run_dir(tmp_path, "done", files, {"arx_001": "a|1|x\nb|2|y\nc|3|z"})
+    going = _run_dir(tmp_path, "going", files, {"arx_001": "a|1|x"})
+    (going / "complete.json").unlink()
+    code, out, _ = run(capsys, "sgr", "compare", str(done), str(going), "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [(s["system"], s["finished"]) for s in data["systems"]] == [
+        ("done", True),
+        ("going (unfinished)", False),
+    ]
+    assert any("going is unfinished (1 of" in n for n in data["notes"])
 
 
 def test_compare_one_row_per_system(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

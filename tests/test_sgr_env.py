@@ -125,6 +125,9 @@ def test_without_renderer_a_miss_is_a_plain_404(
     bad = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
     assert "not offered" in bad.error
     assert [s.match for s in sim.trajectory] == ["exact", "miss", "error"]
+    unparsable = sim.fetch("http://[::1")  # urllib refuses it: a tool error, and a step
+    assert unparsable.served is None and "not a valid URL" in unparsable.error
+    assert [s.match for s in sim.trajectory] == ["exact", "miss", "error", "error"]
 
 
 def test_renderer_reaches_every_state_with_the_sites_own_pages(

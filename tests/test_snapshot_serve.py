@@ -315,3 +315,19 @@ def test_bodies_in_flight_are_capped(recorded: Recorded, strict_server: ReplaySe
     # The held bytes were released: the same request is accepted now.
     accepted = raw_exchange(port, _post_head(recorded, 6) + b"q=naja")
     assert accepted.startswith(b"HTTP/1.1 200 ") and accepted.endswith(recorded.search)
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [["\u00b2"], ["6", "7"]],  # a digit str.isdigit accepts and int refuses; two lengths
+    ids=["superscript-two", "conflicting"],
+)
+def test_a_bad_content_length_is_400_and_the_server_stays_up(
+    recorded: Recorded, server: ReplayServer, lengths: list[str]
+) -> None:
+    port = port_of(server)
+    head = f"POST /replay/{recorded.base}/search HTTP/1.1\r\nConnection: close\r\n"
+    head += "".join(f"Content-Length: {n}\r\n" for n in lengths) + "\r\n"
+    answer = raw_exchange(port, head.encode("latin-1") + b"q=naja")  # ² is one byte, 0xb2
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:80]
+    assert once(port, "/").status == 200

@@ -7,8 +7,11 @@ imports what it needs when it runs.
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
+from types import FrameType
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.version import __version__
@@ -53,11 +56,26 @@ def run_command(argv: Sequence[str]) -> None:
         raise UserError(f"exit {code}: sgrgym {shown}")
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that every ``finally`` and ``with`` runs (temporary
+    folders are removed, run folders unlocked) as they do for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminate) if in_main else None
     try:
         return handler(args)
+    except (KeyboardInterrupt, Terminated) as stop:
+        what = "SIGTERM" if isinstance(stop, Terminated) else "Ctrl-C"
+        print(f"sgrgym: stopped by {what}; the same command resumes", file=sys.stderr)
+        return 143 if isinstance(stop, Terminated) else 130
     except UserError as exc:
         print(f"sgrgym: error: {exc}", file=sys.stderr)
         return 2
@@ -67,3 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"sgrgym: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

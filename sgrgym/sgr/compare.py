@@ -24,11 +24,16 @@ from sgrgym.sgr.tasks import load_tasks
 
 
 class SystemScore(BaseModel):
-    system: str  # the run folder's name (the label in the table)
+    system: str  # the run folder's name (the label in the table; "(unfinished)" added)
     run_dir: str
     agent: str | None
+    finished: bool = True  # the folder has its completion marker (complete.json)
     task_files: list[str]
     report: ScoreReport
+
+
+UNFINISHED = " (unfinished)"
+COMPLETE = "complete.json"  # the run folder's completion marker (sgrgym.runs.folder)
 
 
 class Comparison(BaseModel):
@@ -84,6 +89,7 @@ def compare_runs(
     """Score each run's answers and collect the reports in the order given."""
     systems: list[SystemScore] = []
     task_sets: dict[str, frozenset[str]] = {}
+    notes: list[str] = []
     for run_dir in runs:
         card = _card(run_dir)
         recorded = card["task_files"]
@@ -95,8 +101,16 @@ def compare_runs(
         loaded = load_tasks(files, strict=strict)
         report = score_tasks(loaded, load_predictions(answers_path), families)
         label = run_dir.resolve().name if run_dir.name in ("", ".") else run_dir.name
-        if any(s.system == label for s in systems):
+        if any(s.system.removesuffix(UNFINISHED) == label for s in systems):
             label = str(run_dir)
+        finished = (run_dir / COMPLETE).is_file()
+        if not finished:  # never ranked as if it were done: its missing answers score 0
+            answered = len(load_predictions(answers_path))
+            notes.append(
+                f"{label} is unfinished ({answered} of {len(loaded)} tasks answered, no "
+                f"{COMPLETE}): its row counts the unanswered tasks as failures"
+            )
+            label += UNFINISHED
         agent = card.get("agent")
         systems.append(
             SystemScore(
@@ -104,11 +118,11 @@ def compare_runs(
                 run_dir=str(run_dir),
                 agent=agent if isinstance(agent, str) else None,
                 task_files=[str(f) for f in files],
+                finished=finished,
                 report=report,
             )
         )
         task_sets[label] = frozenset(t.task_id for t in loaded)
-    notes = []
     if len(set(task_sets.values())) > 1:
         sizes = ", ".join(f"{name} {len(ids)}" for name, ids in task_sets.items())
         notes.append(f"the systems were scored on different task sets (task variants: {sizes})")

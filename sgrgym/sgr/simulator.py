@@ -175,7 +175,14 @@ class Simulator:
         return result
 
     def fetch(self, url: str, tool: str = "fetch") -> Transition:
-        """Fetch a URL; a page of a modelled site also becomes that site's current state."""
+        """Fetch a URL; a page of a modelled site also becomes that site's current state. A
+        text that is not a URL is a tool error (logged as a step like any other)."""
+        try:
+            urlsplit(url)
+        except ValueError as exc:
+            result = Transition("", None, url, None, f"not a valid URL ({exc})")
+            self._log(tool, {"url": url}, result)
+            return result
         model = self.site_of_url(url)
         state: State | None = None
         if model is not None:

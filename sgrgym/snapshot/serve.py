@@ -90,7 +90,10 @@ class Request:
                 name, sep, value = line.partition(":")
                 if not sep:
                     raise BadRequest(400, f"malformed header line {line[:200]!r}")
-                self.headers[name.strip().lower()] = value.strip()
+                key, value = name.strip().lower(), value.strip()
+                if key == "content-length" and self.headers.get(key, value) != value:
+                    raise BadRequest(400, "conflicting Content-Length headers")  # RFC 9112 6.3
+                self.headers[key] = value
 
     @property
     def keep_alive(self) -> bool:
@@ -103,8 +106,8 @@ class Request:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
             raise BadRequest(400, "chunked request bodies are not supported: send Content-Length")
         text = self.headers.get("content-length", "").strip() or "0"
-        if not text.isdigit():
-            raise BadRequest(400, f"invalid Content-Length {text!r}")
+        if not (text.isascii() and text.isdigit()):  # "²".isdigit() is True, int("²") fails
+            raise BadRequest(400, f"invalid Content-Length {text[:40]!r}")
         if int(text) > MAX_REQUEST_BODY:
             raise BadRequest(413, f"request body larger than {MAX_REQUEST_BODY} bytes")
         return int(text)
