@@ -61,6 +61,8 @@ def test_in_process_tools_go_through_the_env_and_are_logged_live(
                 seen["fetch"] = await client.call_tool("fetch", {"url": TREES})
                 assert len(read_live(out).steps) == 2  # written as calls happen
                 seen["bad"] = await client.call_tool("fetch", {"address": TREES})
+                seen["huge"] = await client.call_tool("submit_answer", {"answer": "x" * 10**7})
+                seen["ipv6"] = await client.call_tool("fetch", {"url": "http://[::1"})
                 seen["submit"] = await client.call_tool(
                     "submit_answer", {"answer": "cedar|tree|40\nbirch|tree|25"}
                 )
@@ -77,17 +79,21 @@ def test_in_process_tools_go_through_the_env_and_are_logged_live(
     assert _texts(seen["fetch"]).startswith(f"{TREES}\nHTTP status 200\n\n")
     assert "cedar" in _texts(seen["fetch"])
     assert seen["bad"].is_error and "unknown argument" in _texts(seen["bad"])
+    assert seen["huge"].is_error and "'answer' is 10,000,000 characters" in _texts(seen["huge"])
+    assert (out / STEPS).stat().st_size < 100_000  # the refused argument is not logged
+    assert "not a valid URL" in _texts(seen["ipv6"])  # a tool error, logged like any step
     log = read_live(out)
     assert log.answer == "cedar|tree|40\nbirch|tree|25" and log.submitted_answers == 1
-    assert log.tool_calls == 3  # the rejected call never reached the env
+    assert log.tool_calls == 4  # the rejected calls never reached the env
     assert trajectory_of(log) == episode.trajectory  # the live log is the env's trajectory
-    assert [s.tool for s in episode.trajectory] == ["search", "fetch", "submit_answer"]
+    assert [s.tool for s in episode.trajectory] == ["search", "fetch", "fetch", "submit_answer"]
     assert episode.answer_from == "submitted" and episode.ended_by == "session closed"
     # The same calls made directly on the env (what a built-in agent does) give the same steps.
     again = SgrEnv(Snapshot.open(pack), env.sites, Budget())
     again.reset(task, "toy.sgrgym.test")
     again.search("plant register")
     again.fetch(TREES)
+    again.fetch("http://[::1")
     again.submit_answer("cedar|tree|40\nbirch|tree|25")
     assert again.finish(None).trajectory == episode.trajectory
 

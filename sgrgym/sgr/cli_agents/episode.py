@@ -30,6 +30,9 @@ from sgrgym.sgr.tasks import ScoringTask
 from .tools import TOOLS_FILE, ToolCallError, call_tool, tool_names
 
 STEPS = "steps.jsonl"
+# Ours: the longest string argument a tool call may carry (an answer of ~2,000 rows of 100
+# characters); a longer one is refused, so a session cannot grow the episode's logs unbounded.
+MAX_ARGUMENT_CHARS = 200_000
 SESSION_CLOSED = "session closed"  # the agent's session ended without a returned answer
 
 
@@ -77,6 +80,14 @@ class LiveEpisode:
         """(text, is_error) of one tool call; every new trajectory step is logged."""
         with self._lock:
             answer = None
+            long = {k: len(v) for k, v in (arguments or {}).items() if isinstance(v, str)}
+            over = sorted(k for k, n in long.items() if n > MAX_ARGUMENT_CHARS)
+            if over:
+                return (
+                    f"{name}: argument {over[0]!r} is {long[over[0]]:,} characters; the limit "
+                    f"is {MAX_ARGUMENT_CHARS:,}",
+                    True,
+                )
             try:
                 text = call_tool(self.env, name, arguments, self.site_ops)
                 is_error = False
