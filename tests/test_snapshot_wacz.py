@@ -265,3 +265,36 @@ def test_import_refuses_existing_pack(demo: tuple[Path, str], tmp_path: Path) ->
     assert (demo[0] / "manifest.json").read_bytes() == before
     with pytest.raises(UserError, match="pack folder name"):
         import_archives([source], tmp_path / "Bad Name")
+
+
+def test_a_body_that_inflates_past_the_cap_is_not_imported(tmp_path: Path) -> None:
+    """A gzip-encoded response that decodes past the record cap (a decompression bomb) is
+    refused at import, so it can never break the pack's index, fetch and search later."""
+    out = io.BytesIO()
+    writer = WARCWriter(out, gzip=True)
+    bomb = gzip.compress(b"\0" * 3_000_000)  # ~3 KB on disk
+    http = StatusAndHeaders(
+        "200 OK",
+        [("Content-Type", "text/html"), ("Content-Encoding", "gzip")],
+        protocol="HTTP/1.1",
+    )
+    writer.write_record(
+        writer.create_warc_record(
+            "http://site.example/bomb",
+            "response",
+            payload=io.BytesIO(bomb),
+            http_headers=http,
+            warc_headers_dict={"WARC-Date": DATE},
+        )
+    )
+    source = tmp_path / "bomb.warc.gz"
+    source.write_bytes(out.getvalue() + gzip.compress(_plain_warc()))
+    with pytest.raises(UserError, match="larger than the 1000000-byte limit"):
+        import_archives([source], tmp_path / "bad", max_record_bytes=1_000_000)
+    assert not (tmp_path / "bad").exists() and _leftovers(tmp_path) == []
+    result = import_archives(
+        [source], tmp_path / "rest", max_record_bytes=1_000_000, skip_bad_records=True
+    )
+    assert result.records == 2 and result.skipped == 1
+    with Snapshot.open(tmp_path / "rest", max_record_bytes=1_000_000) as snapshot:
+        assert snapshot.fetch("http://site.example/b").body == b"page b"

@@ -7,6 +7,7 @@ their sources and licences. A pack is pinned by the sha256 of its ``manifest.jso
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
 from sgrgym.core.io import write_atomic
 from sgrgym.core.version import __version__
 from sgrgym.snapshot.urls import RULES_VERSION, CanonRules
-from sgrgym.snapshot.warc import MAX_RECORD_BYTES, scan_warc
+from sgrgym.snapshot.warc import MAX_RECORD_BYTES, WarcError, read_response, scan_warc
 
 MANIFEST = "manifest.json"
 WARC_DIR = "warc"
@@ -243,7 +244,9 @@ def build_manifest(
 
     ``site_for(host, places)`` gives the site entry of each host seen, ``places`` being the
     (file, offset) of its records; by default only the host is named. With
-    ``check_digests`` the second value lists records whose digests do not verify.
+    ``check_digests`` the second value lists records whose digests do not verify, and the
+    responses whose body cannot be served: one that decodes (gzip, deflate, brotli) past
+    ``cap`` would otherwise be accepted here and break every later index, fetch and search.
     """
     files: list[PackFile] = []
     hosts: dict[str, list[tuple[str, int]]] = {}
@@ -251,17 +254,28 @@ def build_manifest(
     for path in warc_files(pack_dir):
         relative = f"{WARC_DIR}/{path.name}"
         count = 0
-        for record in scan_warc(path, check_digests=check_digests, cap=cap):
-            count += 1
-            problems += [
-                RecordProblem(
-                    relative, record.offset, f"{record.warc_type} {record.target_uri}: {p}"
-                )
-                for p in record.digest_problems
-            ]
-            host = urlsplit(record.target_uri).netloc if record.target_uri else ""
-            if host:
-                hosts.setdefault(host, []).append((relative, record.offset))
+        fd = os.open(path, os.O_RDONLY) if check_digests else -1
+        try:
+            for record in scan_warc(path, check_digests=check_digests, cap=cap):
+                count += 1
+                found = list(record.digest_problems)
+                if check_digests and record.warc_type in ("response", "resource"):
+                    try:
+                        read_response(fd, str(path), record.offset, record.length, cap)
+                    except WarcError as exc:
+                        found.append(exc.reason)
+                problems += [
+                    RecordProblem(
+                        relative, record.offset, f"{record.warc_type} {record.target_uri}: {p}"
+                    )
+                    for p in found
+                ]
+                host = urlsplit(record.target_uri).netloc if record.target_uri else ""
+                if host:
+                    hosts.setdefault(host, []).append((relative, record.offset))
+        finally:
+            if fd >= 0:
+                os.close(fd)
         digest, size = sha256_file(path)
         files.append(PackFile(path=relative, sha256=digest, bytes=size, records=count))
     site_for = site_for or (lambda host, _places: SiteInfo(host=host))

@@ -630,7 +630,7 @@ def import_archives(
             lines = [f"{names[by_offset[p.offset].source]}: {p.what}" for p in problems]
             more = f"\n  ... and {len(lines) - 20} more" if len(lines) > 20 else ""
             raise UserError(
-                "records whose digests do not verify, nothing imported (or pass "
+                "records whose digests or bodies do not verify, nothing imported (or pass "
                 "--skip-bad-records to import the rest):\n  - " + "\n  - ".join(lines[:20]) + more
             )
         if problems:
