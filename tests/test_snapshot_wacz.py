@@ -298,3 +298,52 @@ def test_a_body_that_inflates_past_the_cap_is_not_imported(tmp_path: Path) -> No
     assert result.records == 2 and result.skipped == 1
     with Snapshot.open(tmp_path / "rest", max_record_bytes=1_000_000) as snapshot:
         assert snapshot.fetch("http://site.example/b").body == b"page b"
+
+
+def test_a_listed_entry_over_the_cap_is_refused_uninflated(
+    demo: tuple[Path, str], tmp_path: Path
+) -> None:
+    wacz = export_wacz(demo[0], tmp_path / "demo.wacz").path
+    zeros = b"\0" * 3_000_000  # deflates to ~3 KB
+    with zipfile.ZipFile(wacz) as zf:
+        package = json.loads(zf.read("datapackage.json"))
+    package["resources"].append(
+        {
+            "name": "zeros.warc.gz",
+            "path": "archive/zeros.warc.gz",
+            "hash": "sha256:" + hashlib.sha256(zeros).hexdigest(),
+            "bytes": len(zeros),
+        }
+    )
+    data = json.dumps(package).encode()
+    digest = json.dumps({"path": "datapackage.json", "hash": f"sha256:{_sha256(data)}"})
+    bomb = _rezipped(
+        wacz,
+        tmp_path / "bomb.wacz",
+        {
+            "datapackage.json": data,
+            "datapackage-digest.json": digest.encode(),
+            "archive/zeros.warc.gz": zeros,
+        },
+    )
+    with pytest.raises(UserError, match=r"inflates to 3000000 bytes, over the import's 1000000"):
+        import_archives([bomb], tmp_path / "bad", max_total_bytes=1_000_000)
+    package["resources"][-1]["bytes"] = 100  # the listing disagrees with the zip's own size
+    data = json.dumps(package).encode()
+    digest = json.dumps({"path": "datapackage.json", "hash": f"sha256:{_sha256(data)}"})
+    lying = _rezipped(
+        wacz,
+        tmp_path / "lying.wacz",
+        {
+            "datapackage.json": data,
+            "datapackage-digest.json": digest.encode(),
+            "archive/zeros.warc.gz": zeros,
+        },
+    )
+    with pytest.raises(UserError, match="3000000 bytes, not 100 as"):
+        import_archives([lying], tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

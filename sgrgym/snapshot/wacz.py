@@ -453,9 +453,19 @@ def _altered(path: Path, name: str, what: str) -> UserError:
 
 
 def _check_resource(
-    path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, resource: dict[str, Any]
+    path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, resource: dict[str, Any], cap: int
 ) -> None:
-    """Check one datapackage resource's hash and byte count against the entry's content."""
+    """Check one datapackage resource's hash and byte count against the entry's content. The
+    zip's own size of the entry is checked first (inflating never yields more than it): an
+    entry declared larger than ``cap`` or than its listed size is refused uninflated."""
+    declared = resource.get("bytes")
+    if info.file_size > cap:
+        raise UserError(
+            f"{path}: {info.filename} inflates to {info.file_size} bytes, over the import's "
+            f"{cap}-byte limit (raise it with --max-total-bytes); refused"
+        )
+    if isinstance(declared, int) and declared != info.file_size:
+        raise _altered(path, info.filename, f"{info.file_size} bytes, not {declared} as")
     value = resource.get("hash")
     algorithm, expected = ("sha256", "")
     if isinstance(value, str) and value:
@@ -466,12 +476,13 @@ def _check_resource(
         raise UserError(f"{path}: {info.filename}: damaged zip entry ({exc})") from None
     if expected and found != expected:
         raise _altered(path, info.filename, f"{algorithm} is {found}, not {expected} as")
-    declared = resource.get("bytes")
     if isinstance(declared, int) and declared != size:
         raise _altered(path, info.filename, f"{size} bytes, not {declared} as")
 
 
-def _check_datapackage(path: Path, zf: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo]) -> Any:
+def _check_datapackage(
+    path: Path, zf: zipfile.ZipFile, entries: dict[str, zipfile.ZipInfo], cap: int
+) -> Any:
     """Check every listed file's hash and size, and that every WARC is listed; return the
     parsed datapackage (None when the WACZ has none)."""
     if DATAPACKAGE not in entries:
@@ -494,7 +505,7 @@ def _check_datapackage(path: Path, zf: zipfile.ZipFile, entries: dict[str, zipfi
         if not isinstance(name, str) or name not in entries:
             raise UserError(f"{path}: {DATAPACKAGE} lists {name!r}, which the WACZ lacks")
         listed.add(name)
-        _check_resource(path, zf, entries[name], resource)
+        _check_resource(path, zf, entries[name], resource, cap)
     for name, info in entries.items():
         if name.startswith(f"{ARCHIVE_DIR}/") and not info.is_dir() and name not in listed:
             raise UserError(f"{path}: {name} is not listed in {DATAPACKAGE}")
@@ -525,7 +536,7 @@ def _import_wacz(path: Path, sink: _Sink, source: int) -> list[SiteInfo]:
             )
             if not warcs:
                 raise UserError(f"{path}: no WARC files under {ARCHIVE_DIR}/")
-            package = _check_datapackage(path, zf, entries)
+            package = _check_datapackage(path, zf, entries, sink.total)
             sites = _carried_sites(path, package)
             for name in warcs:
                 _copy_records(f"{path}: {name}", partial(zf.open, entries[name]), sink, source)
