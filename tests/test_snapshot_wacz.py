@@ -347,3 +347,13 @@ def test_a_listed_entry_over_the_cap_is_refused_uninflated(
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def test_a_warc_imported_twice_does_not_repeat_record_ids(tmp_path: Path) -> None:
+    source = tmp_path / "plain.warc"
+    source.write_bytes(_plain_warc())
+    with pytest.raises(UserError, match=r"repeats the record at warc/twice-00000\.warc\.gz offset 0"):
+        import_archives([source, source], tmp_path / "twice")
+    assert not (tmp_path / "twice").exists()
+    result = import_archives([source, source], tmp_path / "once", skip_bad_records=True)
+    assert result.records == 2 and result.skipped == 2

@@ -251,6 +251,7 @@ def build_manifest(
     files: list[PackFile] = []
     hosts: dict[str, list[tuple[str, int]]] = {}
     problems: list[RecordProblem] = []
+    ids: dict[str, str] = {}  # WARC-Record-ID -> where it was first seen (ids are unique)
     for path in warc_files(pack_dir):
         relative = f"{WARC_DIR}/{path.name}"
         count = 0
@@ -259,6 +260,13 @@ def build_manifest(
             for record in scan_warc(path, check_digests=check_digests, cap=cap):
                 count += 1
                 found = list(record.digest_problems)
+                where = f"{relative} offset {record.offset}"
+                if check_digests and record.record_id:
+                    first = ids.setdefault(record.record_id, where)
+                    if first != where:
+                        found.append(
+                            f"WARC-Record-ID {record.record_id} repeats the record at {first}"
+                        )
                 if check_digests and record.warc_type in ("response", "resource"):
                     try:
                         read_response(fd, str(path), record.offset, record.length, cap)
