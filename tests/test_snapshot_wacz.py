@@ -352,7 +352,8 @@ def _sha256(data: bytes) -> str:
 def test_a_warc_imported_twice_does_not_repeat_record_ids(tmp_path: Path) -> None:
     source = tmp_path / "plain.warc"
     source.write_bytes(_plain_warc())
-    with pytest.raises(UserError, match=r"repeats the record at warc/twice-00000\.warc\.gz offset 0"):
+    first = r"repeats the record at warc/twice-00000\.warc\.gz offset 0"
+    with pytest.raises(UserError, match=first):
         import_archives([source, source], tmp_path / "twice")
     assert not (tmp_path / "twice").exists()
     result = import_archives([source, source], tmp_path / "once", skip_bad_records=True)
