@@ -129,3 +129,52 @@ def test_refresh_sends_again_and_replay_needs_a_cache(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(UserError, match="set OPENAI_API_KEY"):
         ChatClient("https://llm.example.invalid/v1", "m", cache_path=cache, mode="record")
+
+
+def test_an_edited_reply_is_refused_and_an_old_recording_is_sealed_once(
+    tmp_path: Path,
+    handler: type[ChatHandler],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import sqlite3
+
+    import requests_cache
+
+    from sgrgym.cli import main
+    from sgrgym.llm.http import CHECKSUMS
+
+    cache = tmp_path / "chat.sqlite"
+    with (
+        serve_http(handler) as url,
+        ChatClient(url + "/v1", "tiny-model", cache_path=cache, mode="record") as client,
+    ):
+        first = client.complete(messages("belief"), seed=1)
+
+    def replay() -> str:
+        with ChatClient(url + "/v1", "tiny-model", cache_path=cache) as again:
+            return again.complete(messages("belief"), seed=1).text
+
+    no_connections(monkeypatch)
+    assert replay() == first.text
+    # An old recording (no checksum table) is refused until it is sealed once.
+    db = sqlite3.connect(cache)
+    db.execute(f"DROP TABLE {CHECKSUMS}")
+    db.commit()
+    db.close()
+    with pytest.raises(UserError, match=r"has no entry checksums .*`sgrgym llm seal"):
+        replay()
+    assert main(["llm", "seal", str(cache)]) == 0
+    assert "1 entry checksum(s) added" in capsys.readouterr().out
+    assert replay() == first.text
+    # A reply edited after recording (to other valid JSON) is refused, not replayed.
+    session = requests_cache.CachedSession(str(cache), backend="sqlite", serializer="json")
+    stored = session.cache.get_response(first.request_hash)
+    assert stored is not None
+    body = json.loads(stored.content)
+    body["choices"][0]["message"]["content"] = "Completeness: 0.99"
+    stored._content = json.dumps(body).encode()
+    session.cache.save_response(stored, cache_key=first.request_hash)
+    session.close()
+    with pytest.raises(UserError, match="was changed after it was recorded"):
+        replay()

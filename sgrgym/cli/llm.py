@@ -114,6 +114,14 @@ def cmd_replay_baseline(args: argparse.Namespace) -> int:
     return 1 if any(run.differing for run in replays) else 0
 
 
+def cmd_seal(args: argparse.Namespace) -> int:
+    from sgrgym.llm.http import seal_recording, sqlite_path
+
+    added = seal_recording(args.recording, "chat completion")
+    print(f"{sqlite_path(args.recording)}: {added} entry checksum(s) added")
+    return 0
+
+
 def add_commands(areas: Areas) -> None:
     llm = areas.add_parser(
         "llm",
@@ -122,6 +130,15 @@ def add_commands(areas: Areas) -> None:
     )
     commands = llm.add_subparsers(dest="command", metavar="COMMAND", required=True)
     cache_help = "cache folder (default: $SGRGYM_CACHE or ~/.cache/sgrgym)"
+
+    seal = commands.add_parser(
+        "seal",
+        help="add entry checksums to a recording an older sgrgym wrote",
+        description="Add the sha256 of every recorded response that has none to the recording "
+        "(requests-cache SQLite), as it is now; replays then refuse any entry changed later.",
+    )
+    seal.add_argument("recording", type=Path, metavar="FILE", help="the --llm-cache file")
+    seal.set_defaults(handler=cmd_seal)
 
     models = commands.add_parser("models", help="list the pinned local models and servers")
     models.add_argument("--cache", type=Path, metavar="DIR", help=cache_help)

@@ -152,6 +152,91 @@ def sqlite_errors(path: Path, what: str) -> Iterator[None]:
         ) from None
 
 
+CHECKSUMS = "sgrgym_entry_sha256"  # request hash -> sha256 of the recorded response bytes
+
+
+class EntrySums:
+    """The sha256 of every recorded response, in its own table of the recording: written as
+    each response is stored, checked as each is read back, so a reply edited after it was
+    recorded (to other valid JSON, say) is refused instead of replayed."""
+
+    def __init__(self, path: Path, read_only: bool, what: str) -> None:
+        self.path, self.what = path, what
+        with sqlite_errors(path, what):
+            if read_only:
+                uri = f"{path.resolve().as_uri()}?mode=ro"
+                self._db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            else:
+                self._db = sqlite3.connect(path, check_same_thread=False)
+                with self._db:
+                    self._db.execute(
+                        f"CREATE TABLE IF NOT EXISTS {CHECKSUMS} "
+                        "(key TEXT PRIMARY KEY, sha256 TEXT NOT NULL) WITHOUT ROWID"
+                    )
+            found = self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHECKSUMS,)
+            ).fetchone()
+        self.present = found is not None
+
+    def check(self, key: str, content: bytes) -> None:
+        """``content`` is what was recorded under ``key`` (else a UserError naming it)."""
+        if not self.present:
+            raise UserError(
+                f"{self.path}: this {self.what} recording has no entry checksums (an older "
+                f"sgrgym wrote it): seal it once with `sgrgym llm seal {self.path}`, or record "
+                "it again"
+            )
+        with sqlite_errors(self.path, self.what):
+            row = self._db.execute(
+                f"SELECT sha256 FROM {CHECKSUMS} WHERE key = ?", (key,)
+            ).fetchone()
+        digest = hashlib.sha256(content).hexdigest()
+        if row is None:
+            raise UserError(
+                f"{self.path}: recorded {self.what} {key} has no checksum: it was not stored "
+                "by sgrgym; record it again"
+            )
+        if row[0] != digest:
+            raise UserError(
+                f"{self.path}: recorded {self.what} {key} was changed after it was recorded "
+                f"(sha256 {digest}, recorded {row[0]}); restore the file or record it again"
+            )
+
+    def put(self, key: str, content: bytes) -> None:
+        with sqlite_errors(self.path, self.what), self._db:
+            self._db.execute(
+                f"INSERT OR REPLACE INTO {CHECKSUMS} (key, sha256) VALUES (?, ?)",
+                (key, hashlib.sha256(content).hexdigest()),
+            )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def seal_recording(path: Path, what: str = "request") -> int:
+    """Add the checksum of every recorded response that has none (a recording an older sgrgym
+    wrote: its responses are taken as they are now); the number added."""
+    path = sqlite_path(Path(path))
+    check_recording(path, replay=True, what=what)
+    with sqlite_errors(path, what):
+        session = _open_cache(path, False, what)
+        sums = EntrySums(path, read_only=False, what=what)
+        try:
+            known = {k for (k,) in sums._db.execute(f"SELECT key FROM {CHECKSUMS}")}
+            added = 0
+            for key in list(session.cache.responses.keys()):
+                if key in known:
+                    continue
+                response = session.cache.get_response(key)
+                if response is not None:
+                    sums.put(key, bytes(response.content))
+                    added += 1
+        finally:
+            sums.close()
+            session.close()
+    return added
+
+
 class _SharedCache:
     """One requests-cache session per SQLite file and process, and the lock that serializes
     its use (the single cache writer)."""
@@ -245,6 +330,7 @@ class RecordedPost(Closing):
         self._read_only = self.mode == "replay"
         with sqlite_errors(self.cache_path, what):
             self._shared = shared_cache(self.cache_path, self._read_only, what)
+        self._sums = EntrySums(self.cache_path, self._read_only, what)
         self._closed = False
         self._http: requests.Session | None = None
 
@@ -272,7 +358,11 @@ class RecordedPost(Closing):
         """The stored response bytes for a request hash (None when absent)."""
         with self._shared.lock, sqlite_errors(self.cache_path, self.what):
             cached = self._session.cache.get_response(key)
-        return None if cached is None else bytes(cached.content)
+            if cached is None:
+                return None
+            content = bytes(cached.content)
+            self._sums.check(key, content)
+        return content
 
     def miss_error(self, key: str, label: str) -> ReplayMiss:
         return ReplayMiss(
@@ -302,6 +392,7 @@ class RecordedPost(Closing):
         response, attempts, retried = self._send(data, label)
         with self._shared.lock, sqlite_errors(self.cache_path, self.what):
             self._session.cache.save_response(response, cache_key=key)
+            self._sums.put(key, response.content)
         return Sent(response.content, False, key, attempts, retried)
 
     def _send(self, data: bytes, label: str) -> tuple[requests.Response, int, tuple[str, ...]]:
@@ -345,4 +436,5 @@ class RecordedPost(Closing):
         self._closed = True
         if self._http is not None:
             self._http.close()
+        self._sums.close()
         _release(self.cache_path, self._read_only)
