@@ -174,6 +174,16 @@ def test_recorded_embedder_records_replays_without_embedding_and_names_a_miss(
         RecordedEmbedder("counting", 4, tmp_path / "none.sqlite", "replay", never)
     with pytest.raises(UserError, match="mode must be one of"):
         RecordedEmbedder("counting", 4, recording, "live", never)
+    # A vector changed after it was recorded is refused, not replayed.
+    db = sqlite3.connect(recording)
+    db.execute("UPDATE query_vectors SET vector = ? WHERE text = 'b'", (b"\0" * 16,))
+    db.commit()
+    db.close()
+    with (
+        RecordedEmbedder("counting", 4, recording, "replay", never) as replay,
+        pytest.raises(UserError, match="was changed after it was recorded"),
+    ):
+        replay.embed(["b"])
 
 
 def test_embed_rejects_a_bare_string(tmp_path: Path) -> None:

@@ -162,6 +162,7 @@ class EntrySums:
 
     def __init__(self, path: Path, read_only: bool, what: str) -> None:
         self.path, self.what = path, what
+        self._lock = threading.Lock()  # one connection, shared by a run's threads
         with sqlite_errors(path, what):
             if read_only:
                 uri = f"{path.resolve().as_uri()}?mode=ro"
@@ -186,7 +187,7 @@ class EntrySums:
                 f"sgrgym wrote it): seal it once with `sgrgym llm seal {self.path}`, or record "
                 "it again"
             )
-        with sqlite_errors(self.path, self.what):
+        with self._lock, sqlite_errors(self.path, self.what):
             row = self._db.execute(
                 f"SELECT sha256 FROM {CHECKSUMS} WHERE key = ?", (key,)
             ).fetchone()
@@ -203,14 +204,20 @@ class EntrySums:
             )
 
     def put(self, key: str, content: bytes) -> None:
-        with sqlite_errors(self.path, self.what), self._db:
+        with self._lock, sqlite_errors(self.path, self.what), self._db:
             self._db.execute(
                 f"INSERT OR REPLACE INTO {CHECKSUMS} (key, sha256) VALUES (?, ?)",
                 (key, hashlib.sha256(content).hexdigest()),
             )
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()
+
+
+def vector_key(model_id: str, text: str) -> str:
+    """A recorded query vector's key in the checksum table (its bytes: little-endian float32)."""
+    return f"vector {model_id} {hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
 def seal_recording(path: Path, what: str = "request") -> int:
@@ -230,6 +237,19 @@ def seal_recording(path: Path, what: str = "request") -> int:
                 response = session.cache.get_response(key)
                 if response is not None:
                     sums.put(key, bytes(response.content))
+                    added += 1
+            has_vectors = sums._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'query_vectors'"
+            ).fetchone()
+            rows = sums._db.execute(
+                "SELECT model_id, text, vector FROM query_vectors"
+                if has_vectors
+                else "SELECT 1 WHERE 0"
+            ).fetchall()
+            for model_id, text, blob in rows:  # a recorded embedder's vectors (seeker.embed)
+                key = f"vector {model_id} {hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+                if key not in known:
+                    sums.put(key, bytes(blob))
                     added += 1
         finally:
             sums.close()

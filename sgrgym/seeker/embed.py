@@ -610,6 +610,13 @@ class RecordedEmbedder(CachedEmbedder, Closing):
                 f"{self.recording}: no recording to replay from: run once with mode record"
             )
         self.cache = QueryCache(self.recording, read_only=mode == "replay")
+        from sgrgym.llm.http import EntrySums
+
+        try:  # each recorded vector's sha256, beside the chat replies' (checked when read)
+            self.sums = EntrySums(self.recording, read_only=mode == "replay", what="embedding")
+        except BaseException:
+            self.cache.close()
+            raise
         self._load = load
         self._live: Embedder | None = None
         self._lock = threading.Lock()
@@ -627,7 +634,14 @@ class RecordedEmbedder(CachedEmbedder, Closing):
             return self._live
 
     def _stored(self, texts: list[str]) -> dict[str, FloatMatrix]:
-        return {} if self.mode == "refresh" else super()._stored(texts)
+        from sgrgym.llm.http import vector_key
+
+        if self.mode == "refresh":
+            return {}
+        found = super()._stored(texts)
+        for text, vector in found.items():
+            self.sums.check(vector_key(self.model_id, text), vector_bytes(vector))
+        return found
 
     def _computed(self, texts: list[str]) -> FloatMatrix:
         if self.mode == "replay":
@@ -639,11 +653,21 @@ class RecordedEmbedder(CachedEmbedder, Closing):
         return super()._computed(texts)
 
     def _store(self, texts: list[str], vectors: FloatMatrix) -> None:
+        from sgrgym.llm.http import vector_key
+
         self.cache.put_many(self.model_id, texts, vectors, replace=self.mode == "refresh")
+        for text, vector in zip(texts, vectors, strict=True):
+            self.sums.put(vector_key(self.model_id, text), vector_bytes(vector))
 
     def close(self) -> None:
         """Close the recording's database (everything stored is already committed)."""
         self.cache.close()
+        self.sums.close()
+
+
+def vector_bytes(vector: FloatMatrix) -> bytes:
+    """A vector as the recording stores it (little-endian float32)."""
+    return np.asarray(vector, dtype="<f4").tobytes()
 
 
 # --------------------------------------------------------------------------- factory
