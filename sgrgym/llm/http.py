@@ -203,10 +203,13 @@ class EntrySums:
                 f"(sha256 {digest}, recorded {row[0]}); restore the file or record it again"
             )
 
-    def put(self, key: str, content: bytes) -> None:
+    def put(self, key: str, content: bytes, *, replace: bool = True) -> None:
+        """Store the checksum of ``content`` (``replace=False``: the first one stays, as the
+        entry it describes does)."""
         with self._lock, sqlite_errors(self.path, self.what), self._db:
             self._db.execute(
-                f"INSERT OR REPLACE INTO {CHECKSUMS} (key, sha256) VALUES (?, ?)",
+                f"INSERT OR {'REPLACE' if replace else 'IGNORE'} INTO {CHECKSUMS} (key, sha256) "
+                "VALUES (?, ?)",
                 (key, hashlib.sha256(content).hexdigest()),
             )
 

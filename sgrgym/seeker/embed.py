@@ -620,6 +620,7 @@ class RecordedEmbedder(CachedEmbedder, Closing):
         self._load = load
         self._live: Embedder | None = None
         self._lock = threading.Lock()
+        self._entries = threading.Lock()
 
     @property
     def inner(self) -> Embedder:  # type: ignore[override]
@@ -638,9 +639,10 @@ class RecordedEmbedder(CachedEmbedder, Closing):
 
         if self.mode == "refresh":
             return {}
-        found = super()._stored(texts)
-        for text, vector in found.items():
-            self.sums.check(vector_key(self.model_id, text), vector_bytes(vector))
+        with self._entries:  # a vector and its checksum are stored and read as one
+            found = super()._stored(texts)
+            for text, vector in found.items():
+                self.sums.check(vector_key(self.model_id, text), vector_bytes(vector))
         return found
 
     def _computed(self, texts: list[str]) -> FloatMatrix:
@@ -655,9 +657,14 @@ class RecordedEmbedder(CachedEmbedder, Closing):
     def _store(self, texts: list[str], vectors: FloatMatrix) -> None:
         from sgrgym.llm.http import vector_key
 
-        self.cache.put_many(self.model_id, texts, vectors, replace=self.mode == "refresh")
-        for text, vector in zip(texts, vectors, strict=True):
-            self.sums.put(vector_key(self.model_id, text), vector_bytes(vector))
+        with self._entries:
+            self.cache.put_many(self.model_id, texts, vectors, replace=self.mode == "refresh")
+            for text, vector in zip(texts, vectors, strict=True):
+                self.sums.put(
+                    vector_key(self.model_id, text),
+                    vector_bytes(vector),
+                    replace=self.mode == "refresh",
+                )
 
     def close(self) -> None:
         """Close the recording's database (everything stored is already committed)."""
