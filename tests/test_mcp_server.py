@@ -237,3 +237,56 @@ def test_sigterm_still_scores_the_episode(toy: tuple[Path, Path], tmp_path: Path
     assert record["ended_by"] == "session closed" and record["answer_from"] == "none"
     assert record["diagnostics"]["category"] == "site never reached"
     assert (out / "complete.json").is_file()
+
+
+def test_a_request_with_lone_surrogates_is_answered(toy: tuple[Path, Path], tmp_path: Path) -> None:
+    """JSON allows "\\ud800" and no text can hold it: the SDK's reader drops such a line without
+    an answer; the server's stdin replaces each lone surrogate with U+FFFD (as the SDK does
+    for bytes that are not UTF-8), so the request is answered."""
+    import select
+    import subprocess
+
+    from sgrgym.sgr.cli_agents.server import well_formed_line
+
+    assert (
+        well_formed_line('{"a": "x\\ud800y", "b": "\\ud83d\\ude00"}\n')
+        == '{"a": "x\ufffdy", "b": "😀"}\n'
+    )
+    assert well_formed_line('{"a": "\\u00e9"}\n') == '{"a": "\\u00e9"}\n'  # nothing to replace
+    assert well_formed_line("not json \\ud800\n") == "not json \\ud800\n"
+    pack, task_file = toy
+    argv = ["mcp", "--task", "toy_001", "--out", str(tmp_path / "run"), "--pack", str(pack)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sgrgym", *argv, "--tasks", str(task_file)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def exchange(line: str) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line.encode("utf-8") + b"\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, f"no answer to {line[:80]}"
+        answer: dict[str, Any] = json.loads(proc.stdout.readline())
+        return answer
+
+    init = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    }
+    assert (
+        exchange(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))[
+            "id"
+        ]
+        == 1
+    )
+    proc.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+    search = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search", '
+    answer = exchange(search + '"arguments": {"query": "plant\\ud800 register"}}}')
+    assert answer["id"] == 2 and "result" in answer
+    proc.stdin.close()
+    assert proc.wait(60) == 0

@@ -9,8 +9,11 @@ once one is spent every tool call is refused (the CLI runner stops the agent its
 
 from __future__ import annotations
 
+import io
+import json
+import sys
 import threading
-from typing import Any
+from typing import IO, Any, cast
 
 import mcp_types as types
 from mcp.server import Server
@@ -74,8 +77,51 @@ def budget_watch(env: SgrEnv, done: threading.Event) -> threading.Thread:
     return thread
 
 
+def _well_formed(value: Any) -> Any:
+    """``value`` with every lone UTF-16 surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_well_formed(v) for v in value]
+    if isinstance(value, dict):
+        return {_well_formed(k): _well_formed(v) for k, v in value.items()}
+    return value
+
+
+def well_formed_line(line: str) -> str:
+    """A JSON-RPC line whose strings hold lone surrogate escapes (``"\\ud800"``, which JSON
+    allows and no Unicode text can hold) with each replaced by U+FFFD, as the SDK already does
+    for bytes that are not UTF-8: the request is then answered instead of silently dropped.
+    Any other line is passed on as it is."""
+    if "\\u" not in line:
+        return line
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return line
+    fixed = _well_formed(message)
+    if fixed == message:
+        return line
+    return json.dumps(fixed, ensure_ascii=False) + "\n"
+
+
+class _WellFormedLines:
+    """The process's stdin as UTF-8 lines, each passed through :func:`well_formed_line`."""
+
+    def __init__(self) -> None:
+        self._inner = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+
+    def readline(self) -> str:
+        return well_formed_line(self._inner.readline())
+
+    def close(self) -> None:
+        self._inner.detach()  # the process's stdin stays open for whoever owns it
+
+
 async def serve_stdio(server: Server[Any]) -> None:
+    import anyio
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read_stream, write_stream):
+    stdin = anyio.wrap_file(cast("IO[str]", _WellFormedLines()))  # readline and close suffice
+    async with stdio_server(stdin=stdin) as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
