@@ -315,33 +315,19 @@ def test_a_listed_entry_over_the_cap_is_refused_uninflated(
             "bytes": len(zeros),
         }
     )
-    data = json.dumps(package).encode()
-    digest = json.dumps({"path": "datapackage.json", "hash": f"sha256:{_sha256(data)}"})
-    bomb = _rezipped(
-        wacz,
-        tmp_path / "bomb.wacz",
-        {
-            "datapackage.json": data,
-            "datapackage-digest.json": digest.encode(),
-            "archive/zeros.warc.gz": zeros,
-        },
-    )
+
+    def listing(name: str) -> Path:
+        """The WACZ with the zeros entry and ``package`` as its (re-digested) listing."""
+        data = json.dumps(package).encode()
+        digest = json.dumps({"path": "datapackage.json", "hash": f"sha256:{_sha256(data)}"})
+        extra = {"datapackage.json": data, "datapackage-digest.json": digest.encode()}
+        return _rezipped(wacz, tmp_path / name, {**extra, "archive/zeros.warc.gz": zeros})
+
     with pytest.raises(UserError, match=r"inflates to 3000000 bytes, over the import's 1000000"):
-        import_archives([bomb], tmp_path / "bad", max_total_bytes=1_000_000)
+        import_archives([listing("bomb.wacz")], tmp_path / "bad", max_total_bytes=1_000_000)
     package["resources"][-1]["bytes"] = 100  # the listing disagrees with the zip's own size
-    data = json.dumps(package).encode()
-    digest = json.dumps({"path": "datapackage.json", "hash": f"sha256:{_sha256(data)}"})
-    lying = _rezipped(
-        wacz,
-        tmp_path / "lying.wacz",
-        {
-            "datapackage.json": data,
-            "datapackage-digest.json": digest.encode(),
-            "archive/zeros.warc.gz": zeros,
-        },
-    )
     with pytest.raises(UserError, match="3000000 bytes, not 100 as"):
-        import_archives([lying], tmp_path / "bad")
+        import_archives([listing("lying.wacz")], tmp_path / "bad")
     assert not (tmp_path / "bad").exists()
 
 
