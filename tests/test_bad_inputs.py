@@ -1,8 +1,8 @@
 """Every command that reads a user file answers bad input with exit 2 and a message naming it,
 and leaves the file as it was (a command never rewrites a file it refuses).
 
-The sweep covers the ``sgr`` and ``seeker`` commands; the ``snapshot`` commands' file inputs
-(``record --urls``, ``fetch --data @FILE``, ...) are not part of it.
+The sweep covers the ``sgr``, ``seeker`` and ``snapshot`` commands' file inputs and the
+caches and recordings.
 """
 
 from __future__ import annotations
@@ -248,6 +248,17 @@ COMMANDS: list[tuple[str, list[str], tuple[str, ...]]] = [
             "--quiet",
         ],
         ALL,
+    ),
+]
+
+COMMANDS += [
+    ("snapshot record --urls", ["snapshot", "record", "--urls", "{F}", "--out", "{T}/p"], ALL),
+    ("snapshot record --crawl", ["snapshot", "record", "--crawl", "{F}", "--out", "{T}/p"], ALL),
+    ("snapshot import", ["snapshot", "import", "{F}", "--out", "{T}/p"], ALL),
+    (
+        "snapshot fetch --data @FILE",
+        ["snapshot", "fetch", "--data", "@{F}", "snapshots/demo", "http://x.sgrgym.test/"],
+        ("folder", "fifo"),
     ),
 ]
 

@@ -36,7 +36,7 @@ from warcio.recordloader import ArcWarcRecord
 from warcio.warcwriter import WARCWriter
 
 from sgrgym.core.errors import UserError
-from sgrgym.core.inputs import field_problem
+from sgrgym.core.inputs import decode_text, field_problem, read_bytes
 from sgrgym.core.netguard import is_loopback, loopback_only
 from sgrgym.core.output import Say
 from sgrgym.core.version import __version__
@@ -101,15 +101,7 @@ class CrawlSpec(BaseModel):
 def read_url_list(path: Path) -> CrawlSpec:
     """An ``--urls`` file: URLs (GET) or JSON request objects, one per line; ``#`` comments."""
     specs: list[RequestSpec] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UserError(f"{path}: URL list not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder; --urls needs a file") from None
-    except UnicodeDecodeError as exc:
-        at = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise UserError(f"{path}:{at}: not UTF-8 text (byte {exc.start})") from None
+    lines = decode_text(read_bytes(path, "URL list (--urls)"), path, "URL list").splitlines()
     for number, line in enumerate(lines, start=1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -131,12 +123,9 @@ def read_url_list(path: Path) -> CrawlSpec:
 
 def read_crawl_spec(path: Path) -> CrawlSpec:
     """A ``--crawl`` spec file, its URLs checked (the field that is wrong is named)."""
+    data = read_bytes(path, "crawl spec (--crawl)")
     try:
-        spec = CrawlSpec.model_validate_json(path.read_bytes())
-    except FileNotFoundError:
-        raise UserError(f"{path}: crawl spec not found") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a folder; --crawl needs a file") from None
+        spec = CrawlSpec.model_validate_json(data)
     except ValidationError as exc:
         raise UserError(f"{path}: invalid crawl spec: {field_problem(exc)}") from None
     fields = [(f"seeds.{i}", url) for i, url in enumerate(spec.seeds)]
