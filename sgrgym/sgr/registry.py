@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.registry import Registry
+from sgrgym.sgr.llm_limits import DEFAULT_KEEP_RESULTS, DEFAULT_MAX_TURNS, DEFAULT_RESULT_CHARS
 
 if TYPE_CHECKING:  # the agents are imported when built, so ``--help`` stays fast
     from sgrgym.llm.settings import LLMOptions
@@ -30,9 +31,9 @@ class LLMAgentOptions:
 
     chat: LLMOptions
     site_ops: bool = False
-    max_turns: int | None = None  # None: the defaults of sgrgym.sgr.llm_limits
-    result_chars: int | None = None
-    keep_results: int | None = None
+    max_turns: int = DEFAULT_MAX_TURNS
+    result_chars: int = DEFAULT_RESULT_CHARS
+    keep_results: int = DEFAULT_KEEP_RESULTS
 
 
 @dataclass(frozen=True)
@@ -94,17 +95,14 @@ def _llm(setup: AgentSetup) -> Agent:
             "--config (model, base_url, cache, mode; see README)"
         )
     options = setup.llm()
-    limits = {
-        "max_turns": options.max_turns,
-        "result_chars": options.result_chars,
-        "keep_results": options.keep_results,
-    }
     chat = options.chat
     return make_llm_agent(
         chat,
         seed=setup.seed if chat.seed is None else chat.seed,
         site_ops=options.site_ops,
-        **{k: v for k, v in limits.items() if v is not None},
+        max_turns=options.max_turns,
+        result_chars=options.result_chars,
+        keep_results=options.keep_results,
     )
 
 
