@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.runs.folder import COMPLETE
 from sgrgym.sgr.score import ScoreReport, load_predictions, score_tasks
 from sgrgym.sgr.tasks import load_tasks
 
@@ -33,7 +34,6 @@ class SystemScore(BaseModel):
 
 
 UNFINISHED = " (unfinished)"
-COMPLETE = "complete.json"  # the run folder's completion marker (sgrgym.runs.folder)
 
 
 class Comparison(BaseModel):
