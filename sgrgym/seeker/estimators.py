@@ -559,9 +559,11 @@ class EstimateCache:
             # A last line without its newline was cut short by a kill: it is dropped, once
             # every complete line has been read as a cached estimate (any other file is left
             # as it is: refused, never rewritten).
+            items: list[_CachedEstimate] = []
+
             def check(number: int, record: object) -> None:
                 try:
-                    _CachedEstimate.model_validate(record)
+                    items.append(_CachedEstimate.model_validate(record))
                 except ValueError:
                     raise UserError(
                         f"{path} line {number}: not a cached estimate "
@@ -569,8 +571,8 @@ class EstimateCache:
                         "one this command wrote"
                     ) from None
 
-            for _, record in read_log(path, "estimate cache", check=check):
-                item = _CachedEstimate.model_validate(record)
+            read_log(path, "estimate cache", check=check)
+            for item in items:
                 self._values.setdefault((item.estimator, item.key, item.seed), item.c_hat)
 
     def __len__(self) -> int:
