@@ -74,17 +74,23 @@ def positive_seconds(text: str) -> float:
     return value
 
 
-def iso_date(text: str) -> str:
-    """An argparse type: a calendar date, YYYY-MM-DD."""
+def calendar_date(text: str) -> str:
+    """``text`` if it is a calendar date written YYYY-MM-DD, else ValueError (the one check
+    the command line and the run config share)."""
     import datetime
 
+    if len(text) != 10:
+        raise ValueError("a date is YYYY-MM-DD")
+    datetime.date.fromisoformat(text)
+    return text
+
+
+def iso_date(text: str) -> str:
+    """An argparse type: a calendar date, YYYY-MM-DD."""
     try:
-        datetime.date.fromisoformat(text)
+        return calendar_date(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text[:30]!r} is not a date (YYYY-MM-DD)") from None
-    if len(text) != 10:
-        raise argparse.ArgumentTypeError(f"{text[:30]!r} is not a date (YYYY-MM-DD)")
-    return text
 
 
 def iso_timestamp(text: str) -> str:
@@ -104,14 +110,19 @@ def iso_timestamp(text: str) -> str:
     return text
 
 
-# The ranges every command shares (a run must be able to finish; the paper's values inside).
+# The ranges every command and the run config share (a run must be able to finish; the
+# paper's values inside).
+MAX_SEED = 2**32 - 1
+MAX_SEEDS = 10_000  # episodes per document; estimator seeds
+MAX_STEPS = 1_000  # a horizon M
+MAX_PER_STEP = 100  # queries a step
 THETA = number_in(0.0, 1.0, low_open=True, high_open=True)  # a cosine threshold (section 2.2)
 UNIT = number_in(0.0, 1.0)  # a completeness, a q̂, a δ
 ALPHA = number_in(0.0, 1.0, low_open=True, high_open=True)  # miscoverage (section 2.4)
-SEED = whole_number(0, 2**32 - 1)
-SEEDS = whole_number(1, 10_000)  # episodes per document; estimator seeds
-STEPS = whole_number(1, 1_000)  # a horizon M
-PER_STEP = whole_number(1, 100)  # queries a step
+SEED = whole_number(0, MAX_SEED)
+SEEDS = whole_number(1, MAX_SEEDS)
+STEPS = whole_number(1, MAX_STEPS)
+PER_STEP = whole_number(1, MAX_PER_STEP)
 
 
 def output_file(text: str) -> Path:

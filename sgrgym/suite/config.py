@@ -10,7 +10,6 @@ The config's canonical sha256 goes into the run card.
 
 from __future__ import annotations
 
-import datetime
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -18,6 +17,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from sgrgym.core import defaults
+from sgrgym.core.argtypes import MAX_PER_STEP, MAX_SEED, MAX_SEEDS, MAX_STEPS, calendar_date
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_json
 from sgrgym.core.inputs import read_text
@@ -37,21 +37,14 @@ DEFAULT_SEEDS = 2
 _STRICT = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-def _date(text: str) -> str:
-    if len(text) != 10:
-        raise ValueError("a date is YYYY-MM-DD")
-    datetime.date.fromisoformat(text)
-    return text
-
-
-Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
-Seeds = Annotated[int, Field(ge=1, le=10_000)]
-Steps = Annotated[int, Field(ge=1, le=1_000)]
-PerStep = Annotated[int, Field(ge=1, le=100)]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED)]
+Seeds = Annotated[int, Field(ge=1, le=MAX_SEEDS)]
+Steps = Annotated[int, Field(ge=1, le=MAX_STEPS)]
+PerStep = Annotated[int, Field(ge=1, le=MAX_PER_STEP)]
 Theta = Annotated[float, Field(gt=0.0, lt=1.0)]  # a cosine threshold (section 2.2)
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Seconds = Annotated[float, Field(gt=0, le=10_000_000)]
-Date = Annotated[str, AfterValidator(_date)]
+Date = Annotated[str, AfterValidator(calendar_date)]
 
 
 class SeekerConfig(BaseModel):
