@@ -38,7 +38,8 @@ from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import Reference, answer_states, reference_of, rows_as_answer, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
-from sgrgym.snapshot.text import anchor_hrefs, body_to_text
+from sgrgym.snapshot.reading import form_submissions, read_page
+from sgrgym.snapshot.text import anchor_hrefs
 
 TASKS_ROOT = Path(__file__).resolve().parent.parent / "tasks" / "sgr"
 PAIRS: dict[str, int] = {
@@ -268,7 +269,7 @@ def page_text(app: SiteApp, state: State) -> str:
     cells = []
     if "html" in content_type:
         cells = [v for rows in extract_tables(body).values() for row in rows for v in row.values()]
-    return body_to_text(body, content_type) + "\n" + "\n".join(cells)
+    return read_page(body, content_type, app.model.url(state)) + "\n" + "\n".join(cells)
 
 
 def _shows(text: str, value: str) -> bool:
@@ -323,8 +324,9 @@ def one_step_states(app: SiteApp) -> list[State]:
                     found[model.apply(default, op)] = None
             except SiteError:
                 continue
-    for href in anchor_hrefs(app.render(default).decode("utf-8", "replace")):
-        url = urljoin(model.url(default), href)
+    page = app.render(default)
+    hrefs = [urljoin(model.url(default), h) for h in anchor_hrefs(page.decode("utf-8", "replace"))]
+    for url in hrefs + form_submissions(page, "text/html", model.url(default)):
         if urlsplit(url).netloc == model.host:
             try:
                 found[model.parse_url(url)] = None

@@ -156,8 +156,8 @@ def test_stdio_server_writes_a_scored_run_folder(
     assert anyio.run(session) == ["search", "fetch", "pdf", "submit_answer"]
     card = json.loads((out / "run.json").read_text())
     assert card["agent"] == "mcp" and card["task_id"] == "toy_001"
-    assert card["tools_sha256"] == tools_sha256() and card["tools_file"] == "tools.v1.json"
-    assert json.loads(tools_text())["version"] == 1
+    assert card["tools_sha256"] == tools_sha256() and card["tools_file"] == "tools.v2.json"
+    assert json.loads(tools_text())["version"] == 2
     record = json.loads((out / "trajectories.jsonl").read_text())
     assert record["ended_by"] == "session closed" and record["answer_from"] == "submitted"
     assert record["diagnostics"]["category"] == "solved"

@@ -16,6 +16,7 @@ from toy_site import MODEL, SOUTH_TWO_PAGES, TREES_BY_HEIGHT, ToySite
 from sgrgym.cli import main
 from sgrgym.core.errors import UserError
 from sgrgym.sgr.agents import DefaultStateAgent, OracleAgent, RandomAgent
+from sgrgym.sgr.cli_agents.tools import call_tool
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, BudgetExceeded, SgrEnv, TaskObservation
 from sgrgym.sgr.prompt import PROMPT_TEMPLATE
@@ -56,8 +57,14 @@ def test_operations_and_their_errors() -> None:
         MODEL.apply(MODEL.default_state(), Op(op="set_filter", control="kind", value="tree"))
     with pytest.raises(SiteError, match="not a page of toy"):
         MODEL.parse_url("http://other.sgrgym.test/plants")
+    # an address typed by hand: a parameter the site does not read is ignored, as real
+    # sites do; a state built by the site's own code still refuses it
+    assert MODEL.parse_url("http://toy.sgrgym.test/plants?colour=red&kind=tree") == tree
     with pytest.raises(SiteError, match="no parameter 'colour'"):
-        MODEL.parse_url("http://toy.sgrgym.test/plants?colour=red")
+        MODEL.state("/plants", {"colour": "red"})
+    with pytest.raises(SiteError) as refused:
+        MODEL.parse_url("http://toy.sgrgym.test/plants?kind=cactus")
+    assert "tree" not in str(refused.value)  # the values offered are never listed
 
 
 def test_pages_carry_tables_and_links() -> None:
@@ -142,7 +149,8 @@ def test_renderer_reaches_every_state_with_the_sites_own_pages(
     assert north.served.body == ToySite().render(MODEL.state("/plants", {"zone": "north"}))
     cactus = sim.operate("toy", Op(op="set_filter", control="kind", value="cactus"))
     assert cactus.served is not None and cactus.served.status == 400  # its validation page
-    assert b"<nav" in cactus.served.body and b"not offered" in cactus.served.body
+    assert b"<nav" in cactus.served.body and b"Nothing matches this selection" in cactus.served.body
+    assert b"cactus" not in cactus.served.body and b"kind" not in cactus.served.body.lower()
     far = sim.operate("toy", Op(op="page", control="page", value="9"))
     other = sim.fetch("http://toy.sgrgym.test/nowhere")
     assert far.served is not None and other.served is not None
@@ -155,6 +163,29 @@ def test_renderer_reaches_every_state_with_the_sites_own_pages(
         "rendered",
         "rendered",
     ]
+
+
+def test_unknown_parameters_are_ignored_and_errors_say_nothing_of_values(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    snapshot = Snapshot.open(toy_pack[0])
+    env = SgrEnv(
+        snapshot,
+        site_models(snapshot.manifest.sites),
+        Budget(),
+        renderer=load_renderer(snapshot, [ToySite()]),
+    )
+    asked = "http://toy.sgrgym.test/plants?kind=tree&colour=red"
+    page = env.fetch(asked)
+    assert page.status == 200 and page.url == asked  # the address as asked for
+    assert page.body == env.fetch("http://toy.sgrgym.test/plants?kind=tree").body
+    step = env.sim.trajectory[0]
+    assert step.args == {"url": asked}
+    assert step.state == "http://toy.sgrgym.test/plants?kind=tree"
+    bad = call_tool(env, "fetch", {"url": "http://toy.sgrgym.test/plants?kind=cactus"})
+    body = bad.split("\n", 2)[2]
+    assert "HTTP status 400" in bad and "Nothing matches this selection" in body
+    assert "cactus" not in body and "shrub" not in body
 
 
 def test_a_renderer_that_differs_from_the_pack_is_refused(

@@ -27,6 +27,7 @@ from urllib.parse import urljoin, urlsplit
 from sgrgym.sgr.env import Page, SgrEnv, TaskObservation
 from sgrgym.sgr.sites.model import Control, Op, OpName, SiteError, SiteModel, State
 from sgrgym.sgr.sites.reference import Reference, rows_as_answer
+from sgrgym.snapshot.reading import form_submissions
 from sgrgym.snapshot.text import anchor_hrefs
 
 
@@ -89,11 +90,13 @@ class DefaultStateAgent:
 
 
 def same_site_links(page: Page) -> list[str]:
-    """The distinct links of an HTML page that stay on its host, in page order."""
+    """The distinct links of an HTML page that stay on its host, in page order, then the
+    addresses its forms' choices lead to."""
     if "html" not in page.content_type:
         return []
     host = urlsplit(page.url).netloc
     links = [urljoin(page.url, h) for h in anchor_hrefs(page.body.decode("utf-8", "replace"))]
+    links += form_submissions(page.body, page.content_type, page.url)
     return list(dict.fromkeys(u for u in links if urlsplit(u).netloc == host))
 
 

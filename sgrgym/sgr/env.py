@@ -30,9 +30,9 @@ from sgrgym.sgr.sites.model import Op, SiteModel
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.tasks import ScoringTask
 from sgrgym.sgr.websearch import WebSearch, first_rank
+from sgrgym.snapshot.reading import read_page
 from sgrgym.snapshot.replay import Snapshot
 from sgrgym.snapshot.search import SearchHit
-from sgrgym.snapshot.text import body_to_text
 
 
 class Budget(BaseModel):
@@ -96,10 +96,12 @@ class Page:
 
     @property
     def text(self) -> str:
+        """The page as an agent's fetch tool reads it: its text with its links and forms
+        (:func:`~sgrgym.snapshot.reading.read_page`), or the tool error's message."""
         if self.message:
             return self.message
         try:
-            return body_to_text(self.body, self.content_type)
+            return read_page(self.body, self.content_type, self.url)
         except ValueError as exc:
             return f"cannot read {self.url}: {exc}"
 
@@ -110,11 +112,12 @@ class Page:
         return extract_tables(self.body)
 
 
-def _page(result: Transition) -> Page:
+def _page(result: Transition, requested: str = "") -> Page:
+    """The page of ``result``, under the ``requested`` address when one is given."""
     served = result.served
     if served is None:
-        return Page(result.url, 400, b"", "text/plain; charset=utf-8", result.error)
-    return Page(served.url, served.status, served.body, served.content_type)
+        return Page(requested or result.url, 400, b"", "text/plain; charset=utf-8", result.error)
+    return Page(requested or served.url, served.status, served.body, served.content_type)
 
 
 @dataclass
@@ -260,12 +263,14 @@ class SgrEnv:
             return hits
 
     def fetch(self, url: str) -> Page:
+        """The page at ``url``, under the address as asked for (a browser's address bar keeps
+        what was typed; the page is that of the state the site reads from it)."""
         with self._tool():
-            return _page(self.sim.fetch(url))
+            return _page(self.sim.fetch(url), url)
 
     def pdf(self, url: str) -> Page:
         with self._tool():
-            return _page(self.sim.fetch(url, tool="pdf"))
+            return _page(self.sim.fetch(url, tool="pdf"), url)
 
     def operate(self, site: str, op: Op) -> Page:
         """An operation on ``site`` (its name or host name)."""

@@ -7,10 +7,11 @@ answered from the snapshot archive (``exact`` / ``rule``), never from the networ
 archive lacks is rendered by the site's app when the pack has a renderer (``rendered``: the
 same function that produced the archived pages), so every state the site model expresses is
 reachable: a valid state with nothing to show gets the site's own 404 page, a value the site
-does not offer its own validation page. Without a renderer a miss is answered as a web server
-would answer an unknown address: the archived 404 page of that host when the pack holds one,
-else a plain 404 (``miss``). Nothing the agent sees tells archived and rendered pages apart;
-the trajectory records which it was for the researcher.
+does not offer its one "no results" page, and a parameter it does not read is ignored.
+Without a renderer a miss is answered as a web server would answer an unknown address: the
+archived 404 page of that host when the pack holds one, else a plain 404 (``miss``). Nothing
+the agent sees tells archived and rendered pages apart; the trajectory records which it was
+for the researcher.
 """
 
 from __future__ import annotations
@@ -175,7 +176,9 @@ class Simulator:
         return result
 
     def fetch(self, url: str, tool: str = "fetch") -> Transition:
-        """Fetch a URL; a page of a modelled site also becomes that site's current state. A
+        """Fetch a URL; a page of a modelled site also becomes that site's current state (the
+        state the URL denotes: parameters the site does not read are ignored, so the step's
+        ``state`` is the canonical URL while its ``args`` keep the address as requested). A
         text that is not a URL is a tool error (logged as a step like any other)."""
         try:
             urlsplit(url)
@@ -183,6 +186,7 @@ class Simulator:
             result = Transition("", None, url, None, f"not a valid URL ({exc})")
             self._log(tool, {"url": url}, result)
             return result
+        requested = url
         model = self.site_of_url(url)
         state: State | None = None
         if model is not None:
@@ -195,7 +199,7 @@ class Simulator:
         if model is not None and state is not None and served.status == 200:
             self.current[model.name] = state
         result = Transition(model.name if model else "", state, url, served)
-        self._log(tool, {"url": url}, result)
+        self._log(tool, {"url": requested}, result)
         return result
 
     def note(self, tool: str, args: dict[str, str], note: str = "") -> None:

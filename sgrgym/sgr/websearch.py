@@ -5,6 +5,8 @@ shortcut resistance). So the index holds only pages a crawler would find without
 site: each modelled site's start page and the routes its model declares ``indexable`` (about
 and help pages, articles), each in its default state; a state with any non-default control is
 never indexed. Hosts of the pack without a site model contribute their archived root page.
+A page is indexed by its title and the text of its ``main`` content, as search engines skip
+a site's header, navigation and footer, so snippets quote what the page is about.
 The pack's distractor sites (text sites sharing the task sites' vocabulary) are modelled sites
 like any other, so they are indexed the same way and compete in the ranking.
 
@@ -26,8 +28,9 @@ from urllib.parse import urlsplit
 from sgrgym.sgr.simulator import Simulator
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.snapshot.index import connect
+from sgrgym.snapshot.reading import main_text
 from sgrgym.snapshot.search import WORD, SearchHit, ranked_hits
-from sgrgym.snapshot.text import body_to_text, html_title
+from sgrgym.snapshot.text import html_title
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def web_documents(sim: Simulator) -> list[WebDocument]:
         page = sim.serve(url, site)
         if page.status != 200 or "html" not in page.content_type:
             continue
-        text = body_to_text(page.body, page.content_type)
+        text = main_text(page.body, page.content_type)
         docs[url] = WebDocument(url, html_title(page.body), text)
     return [docs[url] for url in sorted(docs)]
 

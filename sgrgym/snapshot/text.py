@@ -21,7 +21,7 @@ def charset_of(content_type: str, default: str = "utf-8") -> str:
     return match.group(1) if match else default
 
 
-def _decode(body: bytes, content_type: str) -> str:
+def decode_body(body: bytes, content_type: str) -> str:
     try:
         return body.decode(charset_of(content_type), errors="replace")
     except LookupError:  # an unknown charset name
@@ -31,7 +31,7 @@ def _decode(body: bytes, content_type: str) -> str:
 def html_to_text(body: bytes, content_type: str = "text/html") -> str:
     from inscriptis import get_text
 
-    text: str = get_text(_decode(body, content_type))
+    text: str = get_text(decode_body(body, content_type))
     return text.strip()
 
 
@@ -79,4 +79,4 @@ def body_to_text(body: bytes, content_type: str) -> str:
         return html_to_text(body, content_type)
     if mime == "application/pdf":
         return pdf_to_text(body)
-    return _decode(body, content_type)
+    return decode_body(body, content_type)

@@ -1,6 +1,6 @@
 """The SGR tools as an external agent sees them: versioned schemas, calls into :class:`SgrEnv`.
 
-The schemas and descriptions live in a package file (``tools.v1.json``); its sha256 goes into
+The schemas and descriptions live in a package file (``tools.v2.json``); its sha256 goes into
 the run card, so a changed description is a different run. Every call goes through the SGR
 environment (budgets, trajectory, diagnostics as for the built-in agents); the result is the
 text the agent reads. SGR-Bench appendix C: the CLI agents' only retrieval tools were search,
@@ -20,7 +20,7 @@ from sgrgym.core.hashing import sha256_bytes
 from sgrgym.sgr.env import Page, SgrEnv
 from sgrgym.sgr.sites.model import Op
 
-TOOLS_FILE = "tools.v1.json"
+TOOLS_FILE = "tools.v2.json"
 PAPER_TOOLS = ("search", "fetch", "pdf", "submit_answer")  # appendix C, plus interim answers
 
 

@@ -73,6 +73,13 @@ PAGE_SIZE = 20  # rows a list page shows, unless a site says otherwise
 NOT_FOUND_TEXT = (
     "There is no page at this address. Use the links above to go back to the site's pages."
 )
+# What a site says about a request it cannot answer (a value it does not offer, a page number
+# that is not one): the same words for every such request, as real sites do; which parameter
+# or value was wrong, and what is offered instead, is never said (the page's forms show that).
+NO_RESULTS_TITLE = "No results"
+NO_RESULTS_TEXT = (
+    "Nothing matches this selection. Check the address, or choose again from the site's pages."
+)
 
 
 T = TypeVar("T")
@@ -111,16 +118,17 @@ class SiteApp(abc.ABC):
         """(status, content type, body) for a GET of ``url``, as the site's server answers.
 
         A state with nothing to show, or an unknown page, gets the site's one 404 page (the
-        same for every such address); a parameter or value the site does not offer, or an
-        impossible combination, gets its validation page (400) saying what was wrong.
+        same for every such address); a parameter it does not know is ignored; a value the
+        site does not offer, or an impossible combination, gets its one "no results" page
+        (400), which does not say what was wrong.
         """
         try:
             state = self.model.parse_url(url)
             return 200, self.content_type(state), self.render(state)
         except NotFound:
             return 404, HTML, self.error_page("Page not found", NOT_FOUND_TEXT)
-        except SiteError as exc:
-            return 400, HTML, self.error_page("No results for this selection", str(exc))
+        except SiteError:
+            return 400, HTML, self.error_page(NO_RESULTS_TITLE, NO_RESULTS_TEXT)
 
     def error_page(self, title: str, text: str) -> bytes:
         """A page in the site's own template with a title and one line of text."""

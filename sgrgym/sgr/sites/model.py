@@ -178,7 +178,7 @@ class SiteModel(BaseModel):
         for route in self.routes:
             if route.path == path:
                 return route
-        raise NotFound(f"{self.name}: no page {path!r} (pages: {[r.path for r in self.routes]})")
+        raise NotFound(f"{self.name}: no page {path!r}")
 
     def control(self, name: str) -> Control:
         for control in self.controls:
@@ -190,27 +190,30 @@ class SiteModel(BaseModel):
         return [self.control(n) for n in self.route(path).controls]
 
     # -- states and URLs -------------------------------------------------------------------
-    def state(self, path: str, params: Mapping[str, str] | None = None) -> State:
-        """A validated state: unknown parameters and disallowed values are errors."""
+    def state(
+        self, path: str, params: Mapping[str, str] | None = None, *, strict: bool = True
+    ) -> State:
+        """A validated state: a value a control does not offer is an InvalidValue.
+
+        A parameter no control of the route reads is an error too, unless ``strict`` is false:
+        then it is ignored, as most real sites ignore what they do not know (``parse_url``,
+        what an address typed by hand gets). The message never lists the values a site
+        offers: its pages show them (links, forms), its error pages do not.
+        """
         controls = self.route_controls(path)
         by_param = {p: c for c in controls for p in c.params}
         kept: dict[str, str] = {}
         for param, value in (params or {}).items():
             control = by_param.get(param)
             if control is None:
-                raise InvalidValue(
-                    f"{self.name}{path}: no parameter {param!r} (allowed: {sorted(by_param)})",
-                    path,
-                    params or {},
-                )
+                if not strict:
+                    continue
+                raise InvalidValue(f"{self.name}{path}: no parameter {param!r}", path, params or {})
             if value == "" or value == control.default_of(param):
                 continue
             if control.values and param == control.params[0] and value not in control.values:
                 raise InvalidValue(
-                    f"{self.name}{path}: {control.name}={value!r} is not offered "
-                    f"(values: {', '.join(control.values[:20])}"
-                    + (", ..." if len(control.values) > 20 else "")
-                    + ")",
+                    f"{self.name}{path}: {control.name}={value!r} is not offered",
                     path,
                     params or {},
                 )
@@ -235,7 +238,7 @@ class SiteModel(BaseModel):
         if parts.netloc.lower() != self.host:
             raise SiteError(f"{url}: not a page of {self.name} ({self.host})")
         params = dict(parse_qsl(parts.query, keep_blank_values=True))
-        return self.state(parts.path or "/", params)
+        return self.state(parts.path or "/", params, strict=False)
 
     # -- operations ------------------------------------------------------------------------
     def apply(self, state: State, op: Op) -> State:

@@ -47,9 +47,63 @@ class ControlLinks:
     choices: list[Choice] = field(default_factory=list)
 
 
+FORM_MIN_CHOICES = 8  # a group of this many choices of one parameter is a drop-down list
+
+
 def _link(site: SiteModel, state: State, label: str, selected: bool = False) -> str:
     text = f"<b>{escape(label)}</b>" if selected else escape(label)
     return f'<a href="{escape(site.url(state))}">{text}</a>'
+
+
+def _dropdown_param(site: SiteModel, state: State, group: ControlLinks) -> str | None:
+    """The one URL parameter all of a group's choices set on this page (the page number
+    aside), when the group is long enough to be a drop-down list; else None."""
+    if len(group.choices) < FORM_MIN_CHOICES:
+        return None
+    paging = _paging(site, state)
+    now = {k: v for k, v in state.params if k not in paging}
+    changed: set[str] = set()
+    for choice in group.choices:
+        if choice.state.path != state.path:
+            return None
+        then = {k: v for k, v in choice.state.params if k not in paging}
+        changed |= {k for k in now.keys() | then.keys() if now.get(k) != then.get(k)}
+    return changed.pop() if len(changed) == 1 else None
+
+
+def _paging(site: SiteModel, state: State) -> set[str]:
+    return {c.params[0] for c in site.route_controls(state.path) if c.kind == "page"}
+
+
+def _form(site: SiteModel, state: State, groups: Sequence[tuple[ControlLinks, str]]) -> str:
+    """One GET form for the drop-down groups: a ``select`` per group (its choices' values of
+    the parameter, "" for the default; the current one selected), the state's other settings
+    as hidden fields (not its page: a new selection starts at page 1) and a Show button, as
+    a real site's filter form."""
+    shown = {param for _, param in groups}
+    paging = _paging(site, state)
+    hidden = "".join(
+        f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
+        for k, v in state.params
+        if k not in shown and k not in paging
+    )
+    selects = []
+    for group, param in groups:
+        options = "".join(
+            f'<option value="{escape(c.state.get(param))}"'
+            f"{' selected' if c.state.get(param) == state.get(param) else ''}>"
+            f"{escape(c.label)}</option>"
+            for c in group.choices
+        )
+        selects.append(
+            f'<label>{escape(group.label)}: <select name="{escape(param)}">{options}</select>'
+            "</label>"
+        )
+    action = escape(f"{site.base}{state.path}")
+    return (
+        f'<form class="filters" method="get" action="{action}">{" ".join(selects)}{hidden}'
+        '<button type="submit">Show</button></form>'
+    )
 
 
 def render_page(
@@ -61,20 +115,38 @@ def render_page(
     controls: Sequence[ControlLinks] = (),
     pager: Sequence[Choice] = (),
     notes: Sequence[str] = (),
+    paragraphs: Sequence[str] = (),
 ) -> bytes:
-    """The HTML of one state's page (deterministic: same inputs, same bytes)."""
+    """The HTML of one state's page (deterministic: same inputs, same bytes).
+
+    The page has the furniture of a real site: a header with the site's name and navigation,
+    the ``main`` content (heading, text, the controls, the data tables, the pager, the
+    page's notes) and a footer. Controls are links to the states they lead to; a group of
+    many values of one parameter is a drop-down list of a GET form instead.
+    """
     nav = " | ".join(_link(site, site.state(r.path), r.title) for r in site.routes)
+    home = site.url(site.default_state())
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{escape(title)} - {escape(site.title)}</title></head><body>",
-        f'<nav class="site">{nav}</nav>',
+        f'<header><p class="brand"><a href="{escape(home)}">{escape(site.title)}</a></p>'
+        f'<nav class="site">{nav}</nav></header>',
+        "<main>",
         f"<h1>{escape(title)}</h1>",
         f'<p class="intro">{escape(intro)}</p>',
     ]
+    parts += [f"<p>{escape(p)}</p>" for p in paragraphs]
+    dropdowns = []
     for group in controls:
+        param = _dropdown_param(site, state, group)
+        if param is not None:
+            dropdowns.append((group, param))
+            continue
         links = " ".join(_link(site, c.state, c.label, c.selected) for c in group.choices)
         parts.append(f'<p class="control"><span>{escape(group.label)}:</span> {links}</p>')
+    if dropdowns:
+        parts.append(_form(site, state, dropdowns))
     for table in tables:
         head = "".join(
             f'<th data-col="{escape(key)}">{escape(label)}</th>' for key, label in table.columns
@@ -96,14 +168,15 @@ def render_page(
     if pager:
         links = " ".join(_link(site, c.state, c.label, c.selected) for c in pager)
         parts.append(f'<p class="pager">Pages: {links}</p>')
-    parts += [f'<p class="note">{escape(n)}</p>' for n in notes]
-    parts.append("</body></html>")
+    parts += [f'<p class="note">{escape(n)}</p>' for n in notes if n]
+    footer = " | ".join(_link(site, s, site.route(s.path).title) for s in site.indexable_states())
+    parts += ["</main>", f"<footer>{footer}</footer>", "</body></html>"]
     return "\n".join(parts).encode("utf-8")
 
 
 def render_text_page(site: SiteModel, state: State, title: str, paragraphs: Sequence[str]) -> bytes:
     """A page of running text only (about/help pages, articles): no tables, no controls."""
-    return render_page(site, state, title, paragraphs[0], notes=paragraphs[1:])
+    return render_page(site, state, title, paragraphs[0], paragraphs=paragraphs[1:])
 
 
 def paginate(
