@@ -92,3 +92,39 @@ def test_dates(raw: str, expected: str) -> None:
 def test_declared_date_format() -> None:
     rule = FieldRule(type="date", format="%d/%m/%Y")
     assert canonical_value("05/03/2021", rule) == "2021-03-05"
+
+
+def test_declared_folds_of_diacritics_and_punctuation() -> None:
+    reviewer = FieldRule(comparison="case_insensitive", fold_diacritics=True)
+    assert canonical_value("São José dos Campos", reviewer) == "sao jose dos campos"
+    assert canonical_value("SAO JOSE DOS CAMPOS", reviewer) == "sao jose dos campos"
+    plain = FieldRule(ignore_punctuation=True)
+    assert canonical_value("Path Traversal: '/dir/../filename'", plain) == (
+        "Path Traversal dir filename"
+    )
+    assert canonical_value("São", FieldRule()) == "São"  # nothing folds unless declared
+    with pytest.raises(ValueError, match="applies only to type string"):
+        FieldRule(type="integer", fold_diacritics=True)
+    with pytest.raises(ValueError, match="cannot go with comparison 'exact'"):
+        FieldRule(comparison="exact", ignore_punctuation=True)
+
+
+def test_demo_rubrics_declare_a_reviewers_canonicalization() -> None:
+    """Every string column of the demo tasks is compared as a reviewer would (section 3.4):
+    a lower-cased or unaccented key column still scores."""
+    from sgrgym.sgr.make import demo_task_files
+    from sgrgym.sgr.score import score_answer
+    from sgrgym.sgr.tasks import load_tasks
+
+    tasks = {t.task.task_id: t for t in load_tasks(demo_task_files())}
+    for task in tasks.values():
+        for column in task.task.rubric.schema_columns:
+            rule = task.task.rubric.rule_for(column)
+            if rule.type.value == "string":
+                assert rule.comparison.value == "case_insensitive", (task.task.task_id, column)
+                assert rule.fold_diacritics and rule.ignore_punctuation, task.task.task_id
+    places = tasks["places_001"]
+    gold = places.task.oracle_answer
+    folded = gold.lower().replace("ã", "a").replace("é", "e")
+    assert folded != gold
+    assert score_answer(places, folded).item_f1 == 1.0

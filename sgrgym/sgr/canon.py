@@ -9,7 +9,8 @@ Every field value, reference or prediction, goes through the same two steps:
    units, scale, offset and precision), id lists split on ``;``/``,``/whitespace, deduplicated
    and sorted, dates written as ISO ``YYYY[-MM[-DD]]``.
 
-Nothing else is matched loosely: no case folding, no edit distance, unless the task declares it.
+Nothing else is matched loosely: no case folding, no edit distance, unless the task declares it
+(``case_insensitive``, ``fold_diacritics``, ``ignore_punctuation``).
 A value that does not parse as its declared type keeps its canonical text, so it can only
 equal a reference value that is the same text. A field's declared ``comparison`` rule
 (:class:`~sgrgym.sgr.rubric.Comparison`) can replace both steps (``exact``,
@@ -70,6 +71,20 @@ def clean_text(value: str) -> str:
     text = _SPACE.sub(" ", text).strip()
     while len(text) >= 2 and text[0] in _WRAP and text[-1] in _WRAP:
         text = text.strip(_WRAP).strip()
+    return text
+
+
+def fold_text(text: str, diacritics: bool, punctuation: bool) -> str:
+    """``text`` without combining marks (``diacritics``) and/or punctuation (``punctuation``:
+    every Unicode punctuation character becomes a space, then spaces are collapsed)."""
+    if diacritics:
+        decomposed = unicodedata.normalize("NFKD", text)
+        text = unicodedata.normalize(
+            "NFC", "".join(c for c in decomposed if not unicodedata.combining(c))
+        )
+    if punctuation:
+        text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
+        text = _SPACE.sub(" ", text).strip()
     return text
 
 
@@ -204,7 +219,7 @@ class FieldCanon:
             return self._number(text)
         if rule.type is FieldType.date:
             return _canon_date(text, rule.format)
-        return text
+        return fold_text(text, rule.fold_diacritics, rule.ignore_punctuation)
 
     def _id_list(self, text: str) -> str:
         items = set()

@@ -71,6 +71,10 @@ class FieldRule(BaseModel):
     - ``format``: a ``strptime`` pattern for dates that are not ISO or month-name dates.
     - ``comparison``: see :class:`Comparison`; ``tolerance`` / ``relative_tolerance`` go with
       ``numeric_tolerance``.
+    - ``fold_diacritics``: a ``string`` field compared without accents and other combining
+      marks (``São Paulo`` = ``Sao Paulo``), as a reviewer reading a name would.
+    - ``ignore_punctuation``: a ``string`` field compared with punctuation removed and the
+      space it leaves collapsed (``Gas Station ('Fuel')`` = ``Gas Station Fuel``).
 
     Every key here changes scoring, so an unknown key is an error (never ignored).
     """
@@ -90,6 +94,8 @@ class FieldRule(BaseModel):
     comparison: Comparison = Comparison.canonical
     tolerance: Decimal | None = Field(default=None, ge=0)
     relative_tolerance: Decimal | None = Field(default=None, ge=0)
+    fold_diacritics: bool = False
+    ignore_punctuation: bool = False
 
     @field_validator("comparison", mode="before")
     @classmethod
@@ -118,6 +124,14 @@ class FieldRule(BaseModel):
                 "'tolerance'/'relative_tolerance' apply only with comparison "
                 f"'numeric_tolerance' (this field's comparison is {self.comparison.value!r})"
             )
+        folds = [k for k in ("fold_diacritics", "ignore_punctuation") if getattr(self, k)]
+        if folds and self.type is not FieldType.string:
+            raise ValueError(f"'{folds[0]}' applies only to type string, not {self.type.value}")
+        if folds and self.comparison in (
+            Comparison.exact,
+            Comparison.exact_after_outer_whitespace_trim,
+        ):
+            raise ValueError(f"'{folds[0]}' cannot go with comparison {self.comparison.value!r}")
         return self
 
 

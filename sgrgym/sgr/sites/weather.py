@@ -85,8 +85,9 @@ OBS_COLUMNS = (
 
 # -- data ------------------------------------------------------------------------------------
 def _num(value: float | None) -> str:
-    """A measurement as the data write it ("" when missing)."""
-    return "" if value is None else repr(float(value))
+    """A measurement to two decimals, as a weather site shows it ("" when missing): the
+    data's wind speeds are knots times 1.15078 (``17.261699999999998``), shown ``17.26``."""
+    return "" if value is None else repr(round(float(value), 2))
 
 
 def _inches(hundredths: int) -> str:

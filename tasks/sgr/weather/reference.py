@@ -104,7 +104,10 @@ def hours(con: Con, station: str, day: str, condition: str, columns: str) -> str
         f"AND {CONDITIONS[condition]} ORDER BY hour, record",
         [station, day],
     ).fetchall()
-    return refcommon.answer_text(rows)
+    # measurements as the site shows them: two decimals (the data's wind speeds are knots
+    # converted to mph, e.g. 17.261699999999998)
+    shown = [tuple(round(v, 2) if isinstance(v, float) else v for v in row) for row in rows]
+    return refcommon.answer_text(shown)
 
 
 PRECIP = "printf('%.2f', hundredths / 100)"
