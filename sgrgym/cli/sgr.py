@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import add_budget_options, open_world_of
 from sgrgym.core import defaults
-from sgrgym.core.argtypes import SEED, iso_date, output_file, positive_int
+from sgrgym.core.argtypes import SEED, iso_date, number_in, output_file, positive_int
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
     DEFAULT_TASKS_DIR,
@@ -135,6 +135,27 @@ def cmd_sgr_compare(args: argparse.Namespace) -> int:
         print(render_comparison([(s.system, s.report) for s in comparison.systems]))
         for note in comparison.notes:
             print(f"\nnote: {note}")
+    return 0
+
+
+def cmd_sgr_difficulty(args: argparse.Namespace) -> int:
+    from sgrgym.sgr.difficulty import calibrate, render
+    from sgrgym.sgr.families import load_families
+
+    report = calibrate(
+        args.runs,
+        load_families(args.families),
+        solved=args.solved,
+        progress=args.progress,
+        strict=args.strict,
+        tasks=args.tasks,
+    )
+    if args.out is not None:
+        write_json(report.model_dump_json(indent=2), args.out)
+    if args.json:
+        write_json(report.model_dump_json(), None)
+    else:
+        print(render(report))
     return 0
 
 
@@ -493,6 +514,53 @@ def add_commands(areas: Areas) -> None:
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     compare.add_argument("--out", type=output_file, metavar="FILE", help="also write the JSON here")
     compare.set_defaults(handler=cmd_sgr_compare)
+
+    difficulty = sgr_cmds.add_parser(
+        "difficulty",
+        help="label each task solved reliably / partial progress / no progress over runs of a "
+        "baseline agent (paper section 3.2.4)",
+        description="Difficulty calibration as SGR-Bench section 3.2.4 does it: re-score each "
+        "run folder (several runs of one baseline agent, e.g. other seeds) and label each task "
+        "variant 'solved reliably' (Item-F1 >= --solved in every run), 'no progress' (Item-F1 "
+        "<= --progress in every run) or 'partial progress' (the tasks a benchmark keeps); then "
+        "print the set's mean Item-F1 and Row-F1, its share of perfect variant-runs and its "
+        "CG and GO means against the targets of a set at the paper's difficulty.",
+    )
+    difficulty.add_argument(
+        "runs",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="a finished folder written by sgr run (all of them on the same tasks)",
+    )
+    difficulty.add_argument(
+        "--solved",
+        type=number_in(0, 1, low_open=True),
+        default=1.0,
+        metavar="F",
+        help="Item-F1 that counts as solved (default 1.0: a perfect answer)",
+    )
+    difficulty.add_argument(
+        "--progress",
+        type=number_in(0, 1, high_open=True),
+        default=0.0,
+        metavar="F",
+        help="Item-F1 at or below which a run made no progress (default 0.0)",
+    )
+    difficulty.add_argument(
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="score every run against these task files instead of those in its run.json",
+    )
+    difficulty.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    difficulty.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
+    difficulty.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    difficulty.add_argument(
+        "--out", type=output_file, metavar="FILE", help="also write the JSON here"
+    )
+    difficulty.set_defaults(handler=cmd_sgr_difficulty)
 
     build = sgr_cmds.add_parser(
         "build-packs",
