@@ -22,7 +22,7 @@ def test_one_type_for_every_kind() -> None:
     for registry in (SEEKER_AGENTS, BELIEFS, ESTIMATORS, SGR_AGENTS, SITES):
         assert isinstance(registry, Registry) and registry.names() == sorted(registry)
     assert SEEKER_AGENTS.names() == ["llm", "oracle-text", "phrases", "sentences"]
-    assert BELIEFS.names() == ["dedup", "dedup-hidden-ids", "oracle", "trajectory"]
+    assert BELIEFS.names() == ["dedup", "oracle", "trajectory"]
     assert ESTIMATORS.names() == ["abstract-coverage", "constant", "llm", "visible-count"]
     assert SGR_AGENTS.names() == [
         "cli",
@@ -57,7 +57,7 @@ def test_one_type_for_every_kind() -> None:
         (lambda n: make_agent(n, AgentSetup()), "cli:", "no SGR agent 'cli:'"),
         (lambda n: make_agent(n, AgentSetup()), "oracle:x", "no SGR agent 'oracle:x'"),
         (load_site, "wether", "no replica site 'wether' (did you mean 'weather'?)"),
-        (belief_renderer, "zzz", "no belief 'zzz'; beliefs: dedup, dedup-hidden-ids, oracle,"),
+        (belief_renderer, "zzz", "no belief 'zzz'; beliefs: dedup, oracle, trajectory"),
     ],
 )
 def test_an_unknown_name_suggests_the_closest(look_up: object, wrong: str, message: str) -> None:

@@ -445,7 +445,7 @@ def test_llm_estimator_over_the_recorded_chat_client(tmp_path: Path) -> None:
     user = first["messages"][1]["content"]  # type: ignore[index]
     assert "[1] Passage number" in user and "[p" not in user  # ids hidden by default
     report = result.report
-    assert report.estimator_seeded and report.estimate_belief == "dedup-hidden-ids"
+    assert report.estimator_seeded and report.estimate_belief == "dedup"
     assert report.parse_failures == n and estimator.parse_failures == n  # all of seed 1
     assert report.prompt_version == "completeness-v1"
     assert (
@@ -504,15 +504,15 @@ def test_deterministic_estimators_give_identical_seeds_and_the_partition_is_per_
         calibrate_estimator(corpus, pool, estimator, EstimateCache(), 0.1, failure_rule="zero")
 
 
-def test_hidden_id_rendering_numbers_passages_in_retrieval_order() -> None:
+def test_dedup_numbers_passages_in_retrieval_order() -> None:
     from sgrgym.seeker.belief import belief_renderer
     from sgrgym.seeker.env import EpisodeState
 
     doc = numbered_document("d", 60)
     state = EpisodeState(doc, 0, 1, retrieved=["p47", "p3"])
-    hidden = belief_renderer("dedup-hidden-ids")(state)
-    assert "[1] Passage number 47 of d." in hidden and "[2] Passage number 3" in hidden
-    assert "p47" not in hidden and "[p47]" in belief_renderer("dedup")(state)
+    dedup = belief_renderer("dedup")(state)
+    assert "[1] Passage number 47 of d." in dedup and "[2] Passage number 3" in dedup
+    assert "p47" not in dedup and "<missing id=p46>" in belief_renderer("oracle")(state)
 
 
 # --------------------------------------------------------------------------------------------

@@ -100,8 +100,12 @@ def test_beliefs(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
     state = env.state
     assert state is not None
     trajectory = belief_renderer("trajectory")(state)
-    assert trajectory.count("[p6]") == 2  # repeats are kept verbatim
-    assert belief_renderer("dedup")(state).count("[p6]") == 1
+    clipper = next(p.text for p in state.document.passages if p.id == "p6")
+    number = state.retrieved.index("p6") + 1  # numbered in retrieval order, not by position
+    assert trajectory.count(f"[{number}] {clipper}") == 2  # repeats are kept verbatim
+    dedup = belief_renderer("dedup")(state)
+    assert dedup.count(f"[{number}] {clipper}") == 1
+    assert "[p" not in trajectory and "[p" not in dedup  # positions only in the oracle belief
     oracle = belief_renderer("oracle")(state)
     assert "<missing id=p1>" in oracle and "[p6] Clipper ships" in oracle
     assert "# Trade" in oracle

@@ -806,10 +806,10 @@ def add_commands(areas: Areas) -> None:
     )
     calibrate.add_argument(
         "--estimate-belief",
-        default="dedup-hidden-ids",
-        choices=["dedup-hidden-ids", "dedup"],
-        help="belief rendering the estimator sees (default: dedup with "
-        "passage ids hidden: an id is a position and bounds N)",
+        default="dedup",
+        choices=["dedup", "trajectory"],
+        help="belief rendering the estimator sees (default: dedup; never the oracle belief, "
+        "whose missing-passage markers give c away)",
     )
     calibrate.add_argument(
         "--protocol",

@@ -45,9 +45,9 @@ per state and seed) and handled by the declared ``failure_rule``: ``worst`` (the
 keeps the state and scores it as the worst possible estimate, the end of [0, 1] farthest from
 its c (so q̂ covers the estimator including its failures); ``exclude`` drops the state from
 that seed's calibration and test sets. A failure never becomes ĉ = 0 silently. The estimator
-sees the deduplicated belief with passage ids hidden (``dedup-hidden-ids``: an id such as
-``p47`` is a document position and gives a lower bound on N) unless ``estimate_belief`` says
-otherwise; the report names the rendering used.
+sees the deduplicated belief (``dedup``: passages numbered in retrieval order, never by their
+position in the document, which would bound N) unless ``estimate_belief`` says otherwise; the
+report names the rendering used.
 
 **Calibrated stopping** (figure 2d, section 2.2 "Horizon"): an episode ends after the first
 step t whose belief gives ĉ_t - q̂ >= δ (with a 1e-12 tolerance for float round-off), else at
@@ -132,7 +132,7 @@ PAPER_PROTOCOL = "splits-x-seeds"  # section 3.3: 3 splits, 10 estimator seeds w
 PROTOCOLS = (PAPER_PROTOCOL, "resampled-partitions")
 FAILURE_RULES = ("worst", "exclude")
 DEFAULT_FAILURE_RULE = "worst"
-ESTIMATE_BELIEF = "dedup-hidden-ids"  # what the estimator sees (section 3.3: dedup trajectory)
+ESTIMATE_BELIEF = "dedup"  # what the estimator sees (section 3.3: dedup trajectory)
 STOP_DELTAS = (0.05, 0.1, 0.2, 0.3)  # ours: the paper gives no δ
 ROUND = 6
 
