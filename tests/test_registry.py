@@ -21,7 +21,7 @@ from sgrgym.sgr.sites.app import SITES, load_site
 def test_one_type_for_every_kind() -> None:
     for registry in (SEEKER_AGENTS, BELIEFS, ESTIMATORS, SGR_AGENTS, SITES):
         assert isinstance(registry, Registry) and registry.names() == sorted(registry)
-    assert SEEKER_AGENTS.names() == ["llm", "oracle-text", "phrases", "sentences"]
+    assert SEEKER_AGENTS.names() == ["belief-phrases", "llm", "oracle-text", "phrases", "sentences"]
     assert BELIEFS.names() == ["dedup", "oracle", "trajectory"]
     assert ESTIMATORS.names() == ["abstract-coverage", "constant", "llm", "visible-count"]
     assert SGR_AGENTS.names() == [
@@ -43,7 +43,8 @@ def test_one_type_for_every_kind() -> None:
             lambda n: make_seeker_agent(n),
             "sentense",
             "no SeekerGym agent 'sentense' (did you "
-            "mean 'sentences'?); SeekerGym agents: llm, oracle-text, phrases, sentences",
+            "mean 'sentences'?); SeekerGym agents: belief-phrases, llm, oracle-text, phrases, "
+            "sentences",
         ),
         (belief_renderer, "dedupe", "did you mean 'dedup'"),
         (

@@ -7,6 +7,7 @@ built here from sentences written for the test.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -275,3 +276,37 @@ def test_cli_run_and_sweep(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[s
     )
     sweep = json.loads(capsys.readouterr().out)["final_completeness"]
     assert code == 0 and sweep["0.50"] >= sweep["0.90"]
+
+
+def test_belief_phrases_reads_the_gaps_or_the_passages_it_is_shown() -> None:
+    from sgrgym.seeker.agents import belief_candidates
+
+    oracle = (
+        "Title: Tea\nAbstract: About tea.\n\n# Trade\n[p2] Clipper ships raced tea to London.\n"
+        "<missing id=p3>\n# Trade > Taxes\n<missing id=p4>\n"
+    )
+    assert belief_candidates(oracle) == ["Trade Clipper ships raced tea", "Taxes"]
+    dedup = "Title: Tea\n\nRetrieved passages:\n[1] Green tea grows.\n[2] Black tea ferments."
+    assert belief_candidates(dedup)[0] == "Black tea ferments"  # the newest find first
+    assert belief_candidates("Title: Tea\n(none yet)") == []
+
+
+def test_belief_phrases_episodes_depend_on_the_belief(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
+    from sgrgym.seeker.agents import make_agent
+
+    finals = {}
+    for belief in ("dedup", "oracle"):
+        env = env_for(tiny, embedder, horizon=3)
+        agent = make_agent("belief-phrases")
+        env.reset("tea")
+        state = env.state
+        assert state is not None
+        sent: list[str] = []
+        rng = random.Random(0)
+        while not state.done:
+            queries = agent.queries(state, belief_renderer(belief)(state), rng)
+            assert len(queries) <= 2 and not set(queries) & set(sent)  # never a repeat
+            sent += queries
+            env.step(queries)
+        finals[belief] = sent
+    assert finals["dedup"] != finals["oracle"]

@@ -535,7 +535,8 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument(
         "--agent",
         default="sentences",
-        help="sentences | phrases | oracle-text | llm (run only; default: sentences)",
+        help="sentences | phrases | belief-phrases | oracle-text | llm (run only; default: "
+        "sentences)",
     )
     parser.add_argument("--belief", default="dedup", help="trajectory | dedup | oracle")
     parser.add_argument(

@@ -2,7 +2,9 @@
 
 Two honest baselines use only what an agent may see (the abstract): ``sentences`` issues the
 abstract's sentences, ``phrases`` its noun-phrase-like word runs, ``per_step`` queries a step,
-in an order shuffled by the episode's seed. ``oracle-text`` is privileged: its queries are
+in an order shuffled by the episode's seed. ``belief-phrases`` reads the rendered belief (the
+oracle belief's gaps, or the passages found so far), so its completeness depends on the
+belief representation as an LLM agent's does. ``oracle-text`` is privileged: its queries are
 the gold passages' own texts, so it must reach completeness 1.0 in one step (cos = 1 > θ):
 it validates the environment, store and embedder together.
 """
@@ -107,6 +109,74 @@ class PhrasesAgent(_AbstractQueries):
         return noun_phrases(abstract)
 
 
+_PASSAGE_LINE = re.compile(r"^\[p?\d+\] (.+)$")
+_GAP_LINE = re.compile(r"^<missing id=p?\d+>$")
+_HEADING_LINE = re.compile(r"^#+ (.+)$")
+BELIEF_WINDOW = 6000  # characters of the belief the belief-phrases agent reads (its tail)
+
+
+def belief_candidates(belief: str) -> list[str]:
+    """Queries a reader draws from a rendered belief, most promising first.
+
+    Where the belief marks gaps (``<missing id=pN>``, the oracle belief), one query per gap:
+    the heading of its section and the first noun phrase of the passage found just before it
+    in that section. Otherwise, the noun phrases of the passages the belief shows, the most
+    recently shown first (what was just found points to what sits next to it).
+    """
+    gaps: list[str] = []
+    shown: list[str] = []
+    heading, previous = "", ""
+    for line in belief.splitlines():
+        line = line.strip()
+        if match := _HEADING_LINE.match(line):
+            heading, previous = match.group(1).split(" > ")[-1], ""
+        elif match := _PASSAGE_LINE.match(line):
+            previous = match.group(1)
+            shown.append(previous)
+        elif _GAP_LINE.match(line):
+            phrases = noun_phrases(previous)[:1]
+            gaps.append(" ".join([heading, *phrases]).strip() or heading)
+    if gaps:
+        return [g for g in dict.fromkeys(gaps) if g]
+    found: list[str] = []
+    for text in reversed(list(dict.fromkeys(shown))):
+        found += noun_phrases(text)[:3]
+    return list(dict.fromkeys(found))
+
+
+class BeliefPhrasesAgent:
+    """Queries from what the rendered belief shows (the only built-in agent that reads it).
+
+    It reads the last :data:`BELIEF_WINDOW` characters of the belief, as a reader with a
+    bounded context does, and asks :func:`belief_candidates` for queries it has not sent yet,
+    ``per_step`` a step; when the belief offers none, it falls back on the abstract's noun
+    phrases in a seeded order. Beliefs therefore differ by what they show this agent: the
+    oracle belief's gaps name the sections still missing, the deduplicated passages point
+    to their neighbours, and the raw trajectory's repeats crowd its window.
+    """
+
+    name = "belief-phrases"
+
+    def __init__(self, per_step: int = 2, window: int = BELIEF_WINDOW) -> None:
+        self.per_step = per_step
+        self.window = window
+        self._fallback: dict[tuple[str, int], list[str]] = {}
+
+    def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
+        key = (state.document.id, state.seed)
+        if key not in self._fallback:
+            self._fallback[key] = _shuffled(noun_phrases(state.document.abstract), rng)
+        sent = {q for record in state.history for q in record.queries}
+        read = belief[-self.window :]
+        picked: list[str] = []
+        for query in [*belief_candidates(read), *self._fallback[key]]:
+            if query not in sent and query not in picked:
+                picked.append(query)
+            if len(picked) == self.per_step:
+                break
+        return picked
+
+
 class OracleTextAgent:
     name = "oracle-text"
 
@@ -136,6 +206,10 @@ def _phrases(setup: AgentSetup) -> SeekerAgent:
     return PhrasesAgent() if setup.per_step is None else PhrasesAgent(setup.per_step)
 
 
+def _belief_phrases(setup: AgentSetup) -> SeekerAgent:
+    return BeliefPhrasesAgent() if setup.per_step is None else BeliefPhrasesAgent(setup.per_step)
+
+
 def _llm(setup: AgentSetup) -> SeekerAgent:
     from sgrgym.seeker.llm_agent import make_llm_agent
 
@@ -152,6 +226,9 @@ AgentFactory = Callable[[AgentSetup], SeekerAgent]
 AGENTS: Registry[AgentFactory] = Registry("SeekerGym agent")
 AGENTS.register("sentences", _sentences, "the abstract's sentences, in order")
 AGENTS.register("phrases", _phrases, "the abstract's noun phrases, in order")
+AGENTS.register(
+    "belief-phrases", _belief_phrases, "noun phrases of what the belief shows (its gaps first)"
+)
 AGENTS.register("oracle-text", lambda _: OracleTextAgent(), "every passage's own text at once")
 AGENTS.register("llm", _llm, "a chat model's queries from the rendered belief")
 

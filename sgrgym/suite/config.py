@@ -53,7 +53,7 @@ class SeekerConfig(BaseModel):
     enabled: StrictBool = True
     corpus: str = "demo"
     model: str = defaults.EMBEDDER
-    agents: list[str] = ["sentences", "phrases", "oracle-text"]
+    agents: list[str] = ["sentences", "phrases", "belief-phrases", "oracle-text"]
     beliefs: list[str] = ["trajectory", "dedup", "oracle"]  # section 3.1
     seeds: Seeds = DEFAULT_SEEDS
     steps: Steps = 10  # horizon M (ours: the paper gives none)
@@ -164,7 +164,7 @@ class RunConfig(BaseModel):
 DEFAULT_CONFIG_TOML = f"""\
 # sgrgym run: the embedded default (every key optional; see sgrgym/suite/config.py)
 [seeker]
-agents = ["sentences", "phrases", "oracle-text"]
+agents = ["sentences", "phrases", "belief-phrases", "oracle-text"]
 beliefs = ["trajectory", "dedup", "oracle"]
 seeds = {DEFAULT_SEEDS}
 steps = 10
