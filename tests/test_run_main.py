@@ -390,6 +390,24 @@ def test_variance_decomposition_on_tiny_data_says_so_and_never_raises() -> None:
     ]
     result = decompose(tiny)
     assert result.observations == 4 and result.notes  # no residual variance: said so
+    assert "the belief factor does not vary here (one belief): it has no row" in result.notes
+
+
+def test_belief_blind_agents_are_found_from_their_episodes() -> None:
+    from sgrgym.suite.report.html import belief_blind
+
+    def episode(doc: str, seed: int, retrieved: list[str]) -> dict[str, object]:
+        return {"doc_id": doc, "seed": seed, "retrieved": retrieved}
+
+    same = [episode("d", 0, ["p1", "p2"]), episode("d", 1, ["p3"])]
+    episodes = {
+        ("abstract-only", "dedup"): same,
+        ("abstract-only", "oracle"): same,
+        ("reader", "dedup"): same,
+        ("reader", "oracle"): [episode("d", 0, ["p1", "p4"]), episode("d", 1, ["p3"])],
+        ("one-belief", "dedup"): same,
+    }
+    assert belief_blind(episodes) == ["abstract-only"]
 
 
 def test_an_llm_table_runs_both_llm_agents_and_replays_byte_identical(

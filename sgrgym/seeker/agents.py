@@ -177,6 +177,10 @@ class BeliefPhrasesAgent:
         return picked
 
 
+# Agents with privileged access to the gold passages: a ceiling, never pooled with the others.
+PRIVILEGED_AGENTS = frozenset({"oracle-text"})
+
+
 class OracleTextAgent:
     name = "oracle-text"
 

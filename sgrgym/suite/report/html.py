@@ -187,15 +187,54 @@ def _pooled(rows: Sequence[dict[str, Any]]) -> tuple[list[float], list[float]]:
     return mean, std
 
 
-def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
+def _episodes(run: Run) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The run's SeekerGym episode records by (agent, belief)."""
     from sgrgym.seeker.records import read_episodes
     from sgrgym.suite.layout import seeker_part
+
+    found = {}
+    for agent in run.config.seeker_agents():
+        for belief in run.config.seeker.beliefs:
+            folder = run.path / seeker_part(agent, belief)
+            found[(agent, belief)] = [e.data() for e in read_episodes(folder / "episodes.jsonl")]
+    return found
+
+
+def belief_blind(episodes: dict[tuple[str, str], list[dict[str, Any]]]) -> list[str]:
+    """The agents whose episodes are the same under every belief (they never read it): for
+    each (document, seed), the same passages in the same order whatever the belief. Such
+    episodes are copies, not replicates, and say nothing about beliefs."""
+    by_agent: dict[str, dict[tuple[str, int], set[tuple[str, ...]]]] = {}
+    beliefs: dict[str, set[str]] = {}
+    for (agent, belief), records in episodes.items():
+        beliefs.setdefault(agent, set()).add(belief)
+        runs = by_agent.setdefault(agent, {})
+        for e in records:
+            runs.setdefault((e["doc_id"], e["seed"]), set()).add(tuple(e["retrieved"]))
+    return sorted(
+        agent
+        for agent, runs in by_agent.items()
+        if len(beliefs[agent]) > 1 and runs and all(len(r) == 1 for r in runs.values())
+    )
+
+
+def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.seeker.agents import PRIVILEGED_AGENTS
     from sgrgym.suite.report import figures
     from sgrgym.suite.report.variance import decompose
 
     runs = [r for r in runs if r.seeker]
     if not runs:
         return
+    episodes = {run.label: _episodes(run) for run in runs}
+    blind = {run.label: belief_blind(episodes[run.label]) for run in runs}
+
+    def reading(run: Run) -> list[str]:
+        """The run's agents that read the belief and see no gold text (what the belief
+        figures and table 9 pool); all unprivileged agents when none reads it."""
+        plain = [a for a in run.config.seeker_agents() if a not in PRIVILEGED_AGENTS]
+        return [a for a in plain if a not in blind[run.label]] or plain
+
     page.heading("SeekerGym")
     page.heading("Final completeness %, mean ± std over seeds (table 3 layout)", 3)
     beliefs = list(dict.fromkeys(b for r in runs for b in r.config.seeker.beliefs))
@@ -208,20 +247,32 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
             )
         body += [[run.label, a, *(c.get(b, "-") for b in beliefs)] for a, c in by_agent.items()]
     page.table(["Run", "Agent", *beliefs], body)
-    page.text(
-        "The built-in agents draw their queries from the abstract only and never read "
-        "the belief, so their rows are the same for every belief representation; LLM "
-        "agents are where the belief matters.",
-        note=True,
-    )
+    for run in runs:
+        ceiling = [a for a in run.config.seeker_agents() if a in PRIVILEGED_AGENTS]
+        notes = []
+        if ceiling:
+            notes.append(
+                f"{', '.join(ceiling)}: a ceiling (its queries are the gold passages' own "
+                "texts), left out of the belief curves, the topic heatmap and table 9"
+            )
+        copies = [a for a in blind[run.label] if a not in PRIVILEGED_AGENTS]
+        if copies:
+            notes.append(
+                f"{', '.join(copies)}: the same episodes under every belief (the "
+                "agent never reads it), so its columns are equal by construction and it is "
+                "left out of the belief curves and table 9"
+            )
+        if notes:
+            page.text(f"{run.label}: " + "; ".join(notes) + ".", note=True)
     for run in runs:
         page.text(f"{run.label}: {near_theta_text(run.seeker)}", note=True)
 
     items = []
     for run in runs:
         curves = {}
+        pooled = reading(run)
         for belief in run.config.seeker.beliefs:
-            rows = [r for r in run.seeker if r["belief"] == belief]
+            rows = [r for r in run.seeker if r["belief"] == belief and r["agent"] in pooled]
             if rows:
                 curves[belief] = _pooled(rows)
         name = f"{FIGURES}/{_safe(run.label)}-seeker-steps.svg"
@@ -229,8 +280,8 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         items.append(
             (
                 name,
-                f"{run.label}: completeness per step by belief (figure 4a; "
-                "bands ± 0.3 std across episodes)",
+                f"{run.label}: completeness per step by belief over {', '.join(pooled)} "
+                "(figure 4a; bands ± 0.3 std across episodes)",
             )
         )
     page.heading("Completeness per step (figure 4a)", 3)
@@ -240,7 +291,9 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     items = []
     for run in runs:
         belief = "dedup" if "dedup" in run.config.seeker.beliefs else run.config.seeker.beliefs[0]
-        rows = [r for r in run.seeker if r["belief"] == belief]
+        rows = [
+            r for r in run.seeker if r["belief"] == belief and r["agent"] not in PRIVILEGED_AGENTS
+        ]
         topics = sorted({t for r in rows for t in r["by_topic"]})
         values = [[r["by_topic"].get(t) for r in rows] for t in topics]
         name = f"{FIGURES}/{_safe(run.label)}-seeker-topics.svg"
@@ -299,16 +352,19 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
 
     page.heading("Variance decomposition (table 9 layout)", 3)
     for run in runs:
-        episodes = []
-        for agent in run.config.seeker_agents():
-            for belief in run.config.seeker.beliefs:
-                folder = run.path / seeker_part(agent, belief)
-                for e in read_episodes(folder / "episodes.jsonl"):
-                    episodes.append({**e.data(), "agent": agent, "belief": belief})
-        result = decompose(episodes)
+        pooled = reading(run)
+        rows = [
+            {**e, "agent": agent, "belief": belief}
+            for (agent, belief), records in episodes[run.label].items()
+            if agent in pooled
+            for e in records
+        ]
+        left_out = [a for a in run.config.seeker_agents() if a not in pooled]
+        result = decompose(rows)
         page.text(
-            f"{run.label}: {result.observations} episodes; Type III ANOVA of "
-            "c ~ belief × agent + document (OLS, sum contrasts)"
+            f"{run.label}: {result.observations} episodes of {', '.join(pooled)}; Type III "
+            "ANOVA of c ~ belief × agent + document (OLS, sum contrasts)"
+            + (f"; left out: {', '.join(left_out)} (see table 3's notes)" if left_out else "")
         )
         page.table(
             ["Factor", "df", "F", "η²", "η²p"],

@@ -71,7 +71,11 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
             "topic": [str(e.get("topic", "")) for e in episodes],
         }
     )
-    notes: list[str] = []
+    notes: list[str] = [
+        f"the {col} factor does not vary here (one {col}): it has no row"
+        for col in ("belief", "agent")
+        if len(frame) and frame[col].nunique() == 1
+    ]
     terms = [
         t
         for t, col in (("C(belief, Sum)", "belief"), ("C(agent, Sum)", "agent"))
