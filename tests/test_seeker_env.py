@@ -64,13 +64,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory, embedder: OnnxMiniLM) -> tupl
     return corpus, path
 
 
-def env_for(tiny: tuple[Corpus, Path], embedder: OnnxMiniLM, horizon: int = 3) -> SeekerEnv:
+def env_for(
+    tiny: tuple[Corpus, Path], embedder: OnnxMiniLM, horizon: int = 3, budget: int = 2
+) -> SeekerEnv:
     corpus, path = tiny
-    return SeekerEnv(corpus, PassageStore.open(path), embedder.embed, None, horizon)
+    store = PassageStore.open(path)
+    return SeekerEnv(corpus, store, embedder.embed, None, horizon, queries_per_step=budget)
 
 
 def test_oracle_text_reaches_full_completeness(tiny, embedder) -> None:  # type: ignore[no-untyped-def]
-    env = env_for(tiny, embedder, horizon=2)
+    env = env_for(tiny, embedder, horizon=2, budget=len(PASSAGES))
     env.reset("tea", seed=0)
     first = env.step([text for _, text in PASSAGES])
     assert first.completeness == 1.0 and not first.done and first.reward == 0.0
@@ -135,8 +138,8 @@ def test_runs_are_byte_identical_and_baselines_are_honest(
     assert summary["episodes"] == 2 and len(summary["completeness_by_step"]) == 3
     assert summary["completeness_by_step"] == sorted(summary["completeness_by_step"])
     oracle = run_seeker(
-        env_for(tiny, embedder, 1),
-        OracleTextAgent(),
+        env_for(tiny, embedder, 1, budget=len(PASSAGES)),  # a budget for every passage at once
+        OracleTextAgent(per_step=len(PASSAGES)),
         render=belief_renderer("oracle"),
         belief="oracle",
         doc_ids=["tea"],
@@ -146,7 +149,7 @@ def test_runs_are_byte_identical_and_baselines_are_honest(
     assert oracle.final_completeness == 1.0
     phrases = run_seeker(
         env_for(tiny, embedder),
-        PhrasesAgent(),
+        PhrasesAgent(per_step=2),
         render=belief_renderer("trajectory"),
         belief="trajectory",
         doc_ids=["tea"],
@@ -208,8 +211,8 @@ def test_demo_store_matches_the_demo_corpus(embedder: OnnxMiniLM, tmp_path: Path
     assert store.manifest.corpus_sha256 == corpus_sha256(corpus)
     assert store.manifest.model_id == embedder.model_id
     assert store.documents() == sorted(d.id for d in corpus.documents)
-    env = SeekerEnv(corpus, store, embedder.embed, None, 1)
     doc = corpus.documents[0]
+    env = SeekerEnv(corpus, store, embedder.embed, None, 1, queries_per_step=len(doc.passages))
     env.reset(doc.id)
     assert env.step([p.text for p in doc.passages]).completeness == 1.0
 
@@ -253,6 +256,8 @@ def test_cli_run_and_sweep(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[s
             *common,
             "--agent",
             "oracle-text",
+            "--queries-per-step",
+            str(len(PASSAGES)),
             "--out",
             str(tmp_path / "run"),
             "--json",
@@ -310,3 +315,27 @@ def test_belief_phrases_episodes_depend_on_the_belief(tiny, embedder) -> None:  
             env.step(queries)
         finals[belief] = sent
     assert finals["dedup"] != finals["oracle"]
+
+
+def test_one_query_budget_for_every_agent(tiny, embedder, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from sgrgym.seeker.env import QueryBudgetExceeded
+
+    env = env_for(tiny, embedder, horizon=3, budget=2)
+    env.reset("tea")
+    with pytest.raises(QueryBudgetExceeded, match="3 queries, over the budget of 2 a step"):
+        env.step(["tea", "ships", "taxes"])
+    assert env.state is not None and env.state.history == []  # nothing was spent
+    env.step(["tea", "ships"])
+    with pytest.raises(UserError, match="at least 1"):
+        env_for(tiny, embedder, budget=0)
+    # the ceiling under a budget: the missing passages' texts, two a step
+    ceiling = run_seeker(
+        env_for(tiny, embedder, horizon=2, budget=2),
+        OracleTextAgent(per_step=2),
+        render=belief_renderer("dedup"),
+        belief="dedup",
+        doc_ids=["tea"],
+        seeds=1,
+        out_dir=tmp_path / "ceiling",
+    )
+    assert min(1.0, 4 / len(PASSAGES)) <= ceiling.final_completeness

@@ -69,6 +69,19 @@ def test_unicode_query_lists_and_the_time_limit(seeker: SeekerEnv) -> None:
     obs, reward, terminated, truncated, info = env.step(())
     assert truncated and not terminated and info["step"] == 3
     assert reward == info["completeness"] > 0
+    assert info["queries_per_step"] == 2
+
+
+def test_the_action_space_is_the_query_budget(seeker: SeekerEnv) -> None:
+    from sgrgym.seeker.env import QueryBudgetExceeded
+
+    env = SeekerGymEnv(env=seeker, belief="dedup")
+    env.action_space.seed(3)
+    assert all(len(env.action_space.sample()) <= 2 for _ in range(200))
+    assert ("a", "b", "c") not in env.action_space and ("a", "b") in env.action_space
+    env.reset(seed=0, options={"doc_id": "tea"})
+    with pytest.raises(QueryBudgetExceeded, match="over the budget of 2"):
+        env.step(("tea", "ships", "taxes"))
 
 
 def test_the_calibrated_stop_terminates(seeker: SeekerEnv) -> None:

@@ -22,6 +22,7 @@ from sgrgym.core.argtypes import (
     output_file,
     whole_number,
 )
+from sgrgym.core.defaults import QUERIES_PER_STEP
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
@@ -245,6 +246,7 @@ def _env(
         model=args.model,
         theta=theta,
         horizon=args.steps,
+        queries_per_step=getattr(args, "queries_per_step", QUERIES_PER_STEP),
         embedder=embedder or _embedder(args.model, args.query_cache),
     )
 
@@ -253,13 +255,13 @@ def _llm_options(args: argparse.Namespace) -> LLMSeekerOptions:
     """The chat model and what it asks for under ``--agent llm``."""
     from sgrgym.core.errors import UserError
     from sgrgym.llm.options import llm_options
-    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerOptions
+    from sgrgym.seeker.llm_agent import LLMAgentSettings, LLMSeekerOptions
 
     options = llm_options(args)
     if (args.stop_q_hat is None) != (args.stop_delta is None):
         raise UserError("calibrated stopping needs both --stop-q-hat Q and --stop-delta D")
     settings = LLMAgentSettings(
-        queries_per_step=args.queries_per_step or DEFAULT_QUERIES,
+        queries_per_step=args.queries_per_step,
         estimate=args.llm_estimate or args.stop_q_hat is not None,
         q_hat=args.stop_q_hat,
         delta=args.stop_delta,
@@ -548,8 +550,10 @@ def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument(
         "--queries-per-step",
         type=PER_STEP,
+        default=QUERIES_PER_STEP,
         metavar="K",
-        help="queries per step (default: 2 sentences, 4 phrases, 3 llm; ours)",
+        help="the query budget of a step, the same for every agent; a step over it is an "
+        "error (default: %(default)s; ours: section 2.3 fixes a budget, gives no number)",
     )
     parser.add_argument("--seeds", type=SEEDS, default=1, help="episodes per document")
     parser.add_argument("--docs", nargs="+", metavar="ID", help="only these documents")
@@ -855,8 +859,9 @@ def add_commands(areas: Areas) -> None:
     calibrate.add_argument(
         "--queries-per-step",
         type=PER_STEP,
+        default=QUERIES_PER_STEP,
         metavar="K",
-        help="queries per step (default 2 sentences, 4 phrases: ours)",
+        help="the query budget of a step in the stopping episodes (default: %(default)s)",
     )
     calibrate.add_argument("--steps", type=STEPS, default=10, help="horizon M (default: 10; ours)")
     calibrate.add_argument("--theta", type=THETA, help="override the store's pinned θ")

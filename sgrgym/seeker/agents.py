@@ -1,12 +1,15 @@
 """Non-LLM SeekerGym agents.
 
-Two honest baselines use only what an agent may see (the abstract): ``sentences`` issues the
-abstract's sentences, ``phrases`` its noun-phrase-like word runs, ``per_step`` queries a step,
-in an order shuffled by the episode's seed. ``belief-phrases`` reads the rendered belief (the
-oracle belief's gaps, or the passages found so far), so its completeness depends on the
-belief representation as an LLM agent's does. ``oracle-text`` is privileged: its queries are
-the gold passages' own texts, so it must reach completeness 1.0 in one step (cos = 1 > θ):
-it validates the environment, store and embedder together.
+Every agent sends at most ``per_step`` queries a step, the environment's query budget
+(``SeekerEnv.queries_per_step``, the same for all agents: section 2.3). Two honest baselines
+use only what an agent may see (the abstract): ``sentences`` issues the abstract's sentences,
+``phrases`` its noun-phrase-like word runs, in an order shuffled by the episode's seed.
+``belief-phrases`` reads the rendered belief (the oracle belief's gaps, or the passages found
+so far), so its completeness depends on the belief representation as an LLM agent's does.
+``oracle-text`` is privileged: its queries are
+the texts of gold passages not retrieved yet (cos = 1 > θ), so it reaches the most the budget
+allows (completeness 1.0 once ``per_step`` × M covers N): the ceiling of a run, and with a
+large budget a check of the environment, store and embedder together.
 """
 
 from __future__ import annotations
@@ -78,9 +81,6 @@ class _AbstractQueries:
 class SentencesAgent(_AbstractQueries):
     name = "sentences"
 
-    def __init__(self, per_step: int = 2) -> None:
-        super().__init__(per_step)
-
     def candidates(self, abstract: str) -> list[str]:
         return [s.strip() for s in _SENTENCE.split(abstract) if s.strip()]
 
@@ -101,9 +101,6 @@ def noun_phrases(text: str, max_words: int = 4) -> list[str]:
 
 class PhrasesAgent(_AbstractQueries):
     name = "phrases"
-
-    def __init__(self, per_step: int = 4) -> None:
-        super().__init__(per_step)
 
     def candidates(self, abstract: str) -> list[str]:
         return noun_phrases(abstract)
@@ -157,7 +154,7 @@ class BeliefPhrasesAgent:
 
     name = "belief-phrases"
 
-    def __init__(self, per_step: int = 2, window: int = BELIEF_WINDOW) -> None:
+    def __init__(self, per_step: int, window: int = BELIEF_WINDOW) -> None:
         self.per_step = per_step
         self.window = window
         self._fallback: dict[tuple[str, int], list[str]] = {}
@@ -184,17 +181,20 @@ PRIVILEGED_AGENTS = frozenset({"oracle-text"})
 class OracleTextAgent:
     name = "oracle-text"
 
+    def __init__(self, per_step: int) -> None:
+        self.per_step = per_step
+
     def queries(self, state: EpisodeState, belief: str, rng: random.Random) -> list[str]:
-        if state.history:
-            return []
-        return [p.text for p in state.document.passages]
+        found = set(state.retrieved)
+        missing = [p.text for p in state.document.passages if p.id not in found]
+        return missing[: self.per_step]
 
 
 @dataclass(frozen=True)
 class AgentSetup:
     """What a SeekerGym agent is built from."""
 
-    per_step: int | None = None  # queries a step (None: the agent's own)
+    per_step: int = defaults.QUERIES_PER_STEP  # the environment's query budget a step
     render: Renderer | None = None  # the belief renderer (a model agent prompts with it)
     embedder: str = defaults.EMBEDDER  # the pinned embedder a model agent records vectors of
     load_embedder: Callable[[], Embedder] | None = None  # loaded only to fill a recording
@@ -203,15 +203,15 @@ class AgentSetup:
 
 
 def _sentences(setup: AgentSetup) -> SeekerAgent:
-    return SentencesAgent() if setup.per_step is None else SentencesAgent(setup.per_step)
+    return SentencesAgent(setup.per_step)
 
 
 def _phrases(setup: AgentSetup) -> SeekerAgent:
-    return PhrasesAgent() if setup.per_step is None else PhrasesAgent(setup.per_step)
+    return PhrasesAgent(setup.per_step)
 
 
 def _belief_phrases(setup: AgentSetup) -> SeekerAgent:
-    return BeliefPhrasesAgent() if setup.per_step is None else BeliefPhrasesAgent(setup.per_step)
+    return BeliefPhrasesAgent(setup.per_step)
 
 
 def _llm(setup: AgentSetup) -> SeekerAgent:
@@ -233,7 +233,11 @@ AGENTS.register("phrases", _phrases, "the abstract's noun phrases, in order")
 AGENTS.register(
     "belief-phrases", _belief_phrases, "noun phrases of what the belief shows (its gaps first)"
 )
-AGENTS.register("oracle-text", lambda _: OracleTextAgent(), "every passage's own text at once")
+AGENTS.register(
+    "oracle-text",
+    lambda setup: OracleTextAgent(setup.per_step),
+    "the missing passages' own texts (a ceiling)",
+)
 AGENTS.register("llm", _llm, "a chat model's queries from the rendered belief")
 
 
@@ -243,9 +247,9 @@ def register_agent(name: str, factory: AgentFactory, help_text: str = "") -> Non
 
 
 def make_agent(name: str, setup: AgentSetup | None = None) -> SeekerAgent:
-    """An agent by name; ``setup.per_step`` queries a step (default: 2 sentences or 4 phrases,
-    ours: the paper lets an agent issue one or more queries a step and gives no number)."""
+    """An agent by name, sending at most ``setup.per_step`` queries a step (the environment's
+    budget; default :data:`~sgrgym.core.defaults.QUERIES_PER_STEP`)."""
     setup = setup or AgentSetup()
-    if setup.per_step is not None and setup.per_step < 1:
+    if setup.per_step < 1:
         raise UserError(f"queries per step must be at least 1, got {setup.per_step}")
     return AGENTS.get(name)(setup)

@@ -1032,7 +1032,7 @@ class CalibrateOptions(BaseModel):
     stopping: bool = True
     stop_deltas: tuple[float, ...] = STOP_DELTAS
     agent: str = "sentences"
-    queries_per_step: int | None = Field(default=None, ge=1)  # None: the agent's default
+    queries_per_step: int = Field(default=defaults.QUERIES_PER_STEP, ge=1)  # the env's budget
     steps: int = Field(default=10, ge=1)
     theta: float | None = None  # None: the store's pinned θ
     episode_seeds: int = Field(default=1, ge=1)
@@ -1147,7 +1147,14 @@ def _calibrate_all(
     cache = EstimateCache(options.estimate_cache)
     env = None
     if options.stopping and embedder is not None and store is not None:
-        env = SeekerEnv(corpus, store, embedder.embed, options.theta, options.steps)
+        env = SeekerEnv(
+            corpus,
+            store,
+            embedder.embed,
+            options.theta,
+            options.steps,
+            queries_per_step=options.queries_per_step,
+        )
     reports = []
     for estimator in estimators:
         result = calibrate_estimator(

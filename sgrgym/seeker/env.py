@@ -1,6 +1,8 @@
 """The SeekerGym environment (paper section 2.2): one document per episode.
 
-``reset(doc_id, seed)`` shows the abstract; ``step(queries)`` returns the goal passages newly
+``reset(doc_id, seed)`` shows the abstract; ``step(queries)`` (at most ``queries_per_step``
+queries: one fixed budget for every agent, section 2.3; more is a
+:class:`QueryBudgetExceeded`, never a silent cut) returns the goal passages newly
 retrieved by O(s, a) (cosine > θ, per query and in union), the monotone retrieved set, the
 completeness c = retrieved / N, and ends at the horizon M (``truncated``) or earlier when the
 optional stop rule fires after a step (``terminated``: calibrated stopping, sections 2.2 and
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.seeker.corpus import Corpus, Document, Passage
 from sgrgym.seeker.retrieval import Matrix, Scores, observe
@@ -23,6 +26,10 @@ from sgrgym.seeker.store import PassageStore
 
 Embed = Callable[[Sequence[str]], Matrix]
 StopRule = Callable[["EpisodeState"], bool]  # checked after every step; True ends the episode
+
+
+class QueryBudgetExceeded(UserError):
+    """A step with more queries than the environment's budget allows."""
 
 
 @dataclass(frozen=True)
@@ -88,8 +95,9 @@ class SeekerEnv:
         store: PassageStore,
         embed: Embed,
         theta: float | None = None,
-        horizon: int = 10,
+        horizon: int = defaults.HORIZON,
         stop_rule: StopRule | None = None,
+        queries_per_step: int = defaults.QUERIES_PER_STEP,
     ) -> None:
         if store.manifest.corpus != corpus.name:
             raise UserError(
@@ -103,6 +111,9 @@ class SeekerEnv:
         if horizon < 1:
             raise UserError(f"the horizon M must be at least 1 step, got {horizon}")
         self.horizon = horizon
+        if queries_per_step < 1:
+            raise UserError(f"the query budget must be at least 1 a step, got {queries_per_step}")
+        self.queries_per_step = queries_per_step
         self.stop_rule = stop_rule
         self._documents = {d.id: d for d in corpus.documents}
         self._ids: list[str] = []
@@ -125,6 +136,12 @@ class SeekerEnv:
         state = self.state
         if state is None or state.done:
             raise RuntimeError("call reset() first (or the episode has ended)")
+        if len(queries) > self.queries_per_step:
+            raise QueryBudgetExceeded(
+                f"step {len(state.history) + 1} of {state.document.id}: {len(queries)} queries, "
+                f"over the budget of {self.queries_per_step} a step (every agent gets the same "
+                "budget: --queries-per-step)"
+            )
         vectors = (
             self.embed(list(queries)) if queries else np.zeros((0, self._matrix.shape[1]), "f4")
         )

@@ -2,8 +2,11 @@
 repository root), or with ``corpus=`` and ``store=`` paths, or ``env=`` a built environment.
 
 - **Observation**: the rendered belief state (text, Unicode kept as it is).
-- **Action**: a sequence of queries (paper section 2.2: "one or more natural language queries"
-  a step); a single string is taken as one query. Queries may hold any Unicode text.
+- **Action**: a sequence of at most ``queries_per_step`` queries (paper section 2.2: "one or
+  more natural language queries" a step, within the fixed query budget of section 2.3); a
+  single string is taken as one query. Queries may hold any Unicode text. The action space
+  is a :class:`QueryBudget` (a Gymnasium ``Sequence`` whose length is bounded by the budget);
+  a longer action is refused (:class:`~sgrgym.seeker.env.QueryBudgetExceeded`).
 - **Reward**: the completeness at the episode's last step (γ = 1), 0 before.
 - **terminated** is for the calibrated stop (``stop_rule``, e.g.
   :class:`~sgrgym.seeker.calibrate.CalibratedStop`: the agent is done when ĉ - q̂ >= δ);
@@ -55,6 +58,27 @@ class UnicodeText(spaces.Text):
         )
 
 
+class QueryBudget(spaces.Sequence):
+    """A sequence of 0 to ``max_length`` queries: what one step may send."""
+
+    def __init__(self, query: spaces.Space[Any], max_length: int) -> None:
+        super().__init__(query)
+        self.max_length = max_length
+
+    def sample(self, mask: Any = None, probability: Any = None) -> tuple[Any, ...]:
+        if mask is None and probability is None:
+            length = int(self.np_random.integers(0, self.max_length + 1))
+            return tuple(self.feature_space.sample() for _ in range(length))
+        drawn: tuple[Any, ...] = super().sample(mask, probability)
+        return drawn[: self.max_length]
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, tuple) and len(x) <= self.max_length and super().contains(x)
+
+    def __repr__(self) -> str:
+        return f"QueryBudget({self.feature_space!r}, max_length={self.max_length})"
+
+
 class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
     metadata = {"render_modes": []}  # noqa: RUF012 - Gymnasium's own class attribute
 
@@ -65,11 +89,12 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
         store: str | Path | None = None,
         embedder: str = defaults.EMBEDDER,
         belief: str = "dedup",
-        horizon: int = 10,
+        horizon: int = defaults.HORIZON,
         stop_rule: StopRule | None = None,
+        queries_per_step: int = defaults.QUERIES_PER_STEP,
     ) -> None:
         if env is None:
-            env = _load_env(corpus, store, embedder, horizon)
+            env = _load_env(corpus, store, embedder, horizon, queries_per_step)
         if stop_rule is not None:
             env.stop_rule = stop_rule
         self.env = env
@@ -77,8 +102,9 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
         self.observation_space = UnicodeText(
             max_length=MAX_TEXT, min_length=0, charset=SAMPLE_CHARSET
         )
-        self.action_space = spaces.Sequence(
-            UnicodeText(min_length=1, max_length=MAX_QUERY, charset=SAMPLE_CHARSET)
+        self.action_space = QueryBudget(
+            UnicodeText(min_length=1, max_length=MAX_QUERY, charset=SAMPLE_CHARSET),
+            env.queries_per_step,
         )
         self._docs = env.store.documents()
 
@@ -104,6 +130,7 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
             "new": [p.id for p in result.new_passages],
             "per_query": result.per_query,
             "step": len(state.history),
+            "queries_per_step": self.env.queries_per_step,
         }
         return self._observe(), float(result.reward), result.terminated, result.truncated, info
 
@@ -114,7 +141,11 @@ class SeekerGymEnv(gymnasium.Env[str, tuple[str, ...]]):
 
 
 def _load_env(
-    corpus: str | Path | None, store: str | Path | None, embedder: str, horizon: int
+    corpus: str | Path | None,
+    store: str | Path | None,
+    embedder: str,
+    horizon: int,
+    queries_per_step: int,
 ) -> SeekerEnv:
     """The environment of :func:`sgrgym.seeker.make.make_env`: the demo corpus and its store
     when neither path is given."""
@@ -124,8 +155,14 @@ def _load_env(
     if (corpus is None) != (store is None):
         raise UserError("pass both corpus= and store= paths, or neither (the demo corpus)")
     if corpus is None or store is None:
-        return make_env(model=embedder, horizon=horizon)
-    return make_env(corpus_file=Path(corpus), store=Path(store), model=embedder, horizon=horizon)
+        return make_env(model=embedder, horizon=horizon, queries_per_step=queries_per_step)
+    return make_env(
+        corpus_file=Path(corpus),
+        store=Path(store),
+        model=embedder,
+        horizon=horizon,
+        queries_per_step=queries_per_step,
+    )
 
 
 def register() -> None:

@@ -4,8 +4,8 @@ Each step the agent fills its prompt file (``prompts/queries-v1.json``, or
 ``queries-estimate-v1.json`` when it also estimates completeness) with the belief the run
 renders (trajectory, dedup or oracle: paper section 3.1) and the number of queries wanted,
 asks the chat model through a :class:`~sgrgym.llm.usage.CallMeter`, and parses the reply
-with :func:`parse_queries`. The paper lets an agent issue "one or more" queries a step
-(section 2.2) and gives no number; ours is :data:`DEFAULT_QUERIES`.
+with :func:`parse_queries`. It asks for as many queries as the environment's budget allows
+(``queries_per_step``, the same for every agent: section 2.3).
 
 - **Robust parsing**: ``Query: ...`` lines, else a JSON list (or ``{"queries": [...]}``), else
   a numbered or bulleted list, else the reply's plain lines. A reply that yields no query
@@ -35,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sgrgym.core import defaults
+from sgrgym.core.errors import UserError
 from sgrgym.llm.chat import CallRecord
 from sgrgym.llm.usage import CallMeter, totals_of
 from sgrgym.seeker.belief import Renderer
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 
 QUERIES_PROMPT_FILE = PROMPTS_DIR / "queries-v1.json"
 ESTIMATE_PROMPT_FILE = PROMPTS_DIR / "queries-estimate-v1.json"
-DEFAULT_QUERIES = 3  # ours: section 2.2 allows one or more queries a step and gives no number
+DEFAULT_QUERIES = defaults.QUERIES_PER_STEP  # the environment's budget unless told otherwise
 MAX_QUERY_CHARS = 2_000  # as the Gymnasium action space (sgrgym.seeker.gym.MAX_QUERY)
 
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
@@ -192,6 +194,11 @@ class LLMSeekerAgent:
     def attach(self, env: SeekerEnv) -> SeekerEnv:
         """A shallow copy of ``env`` embedding through the recorded query vectors, stopped by
         this agent's rule under calibrated stopping."""
+        if self.settings.queries_per_step > env.queries_per_step:
+            raise UserError(
+                f"the llm agent asks for {self.settings.queries_per_step} queries a step, over "
+                f"the environment's budget of {env.queries_per_step}"
+            )
         own = copy.copy(env)
         if self.embedder is not None:
             own.embed = self.embedder.embed

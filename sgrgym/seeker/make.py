@@ -29,12 +29,14 @@ def make_env(
     query_cache: Path | None = None,
     embedder: Embedder | None = None,
     stop_rule: StopRule | None = None,
+    queries_per_step: int = defaults.QUERIES_PER_STEP,
 ) -> SeekerEnv:
     """The SeekerGym environment over a built corpus and its passage store (default: the demo
     corpus, ``tasks/seeker/djangodocs/``, and its store under ``embeddings/``, from the
     repository root), both checked against their pins.
 
-    ``theta`` overrides the store's pinned θ; ``horizon`` is M (section 2.2). Queries are
+    ``theta`` overrides the store's pinned θ; ``horizon`` is M (section 2.2);
+    ``queries_per_step`` the query budget of every step (section 2.3). Queries are
     embedded by ``model`` (through the SQLite ``query_cache`` when given), or by ``embedder``
     (e.g. the recorded vectors of a model agent), which must be the store's embedder.
     """
@@ -54,4 +56,6 @@ def make_env(
             f"the store holds {passages.manifest.model_id} vectors, the embedder is "
             f"{embedder.model_id}"
         )
-    return SeekerEnv(corpus_data, passages, embedder.embed, theta, horizon, stop_rule)
+    return SeekerEnv(
+        corpus_data, passages, embedder.embed, theta, horizon, stop_rule, queries_per_step
+    )

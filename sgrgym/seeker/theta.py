@@ -38,6 +38,7 @@ from statistics import fmean
 import numpy as np
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
 from sgrgym.core.io import write_atomic
@@ -100,7 +101,7 @@ class ThetaEvidence(BaseModel):
     agent: str
     belief: str
     horizon: int
-    queries_per_step: int | None
+    queries_per_step: int  # the query budget of every step
     grid: list[float]
     paper_grid: list[float]
     paper_theta: float
@@ -238,7 +239,7 @@ def select_theta(
     agent: str = "sentences",
     belief: str = "dedup",
     horizon: int = 10,
-    queries_per_step: int | None = None,
+    queries_per_step: int = defaults.QUERIES_PER_STEP,
     off_topic_docs: int = OFF_TOPIC_DOCS,
     target_phrases: int = TARGET_PHRASES,
     progress: Progress | None = None,
@@ -260,7 +261,9 @@ def select_theta(
     points = []
     near = sum(abs(b - t) < NEAR_THETA for b in off_best + target_best + own_best for t in thetas)
     for n, theta in enumerate(thetas, 1):
-        env = SeekerEnv(corpus, store, embedder.embed, theta, horizon)
+        env = SeekerEnv(
+            corpus, store, embedder.embed, theta, horizon, queries_per_step=queries_per_step
+        )
         player = make_agent(agent, AgentSetup(per_step=queries_per_step))
         episodes = [run_episode(env, player, render, doc_id, 0) for doc_id in docs]
         near += sum(e.near_theta for e in episodes)

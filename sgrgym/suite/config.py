@@ -57,7 +57,8 @@ class SeekerConfig(BaseModel):
     beliefs: list[str] = ["trajectory", "dedup", "oracle"]  # section 3.1
     seeds: Seeds = DEFAULT_SEEDS
     steps: Steps = 10  # horizon M (ours: the paper gives none)
-    queries_per_step: PerStep | None = None
+    # the query budget, the same for every agent, the llm agent included (section 2.3; ours)
+    queries_per_step: PerStep = defaults.QUERIES_PER_STEP
     theta: Theta | None = None  # None: the store's pinned θ
     docs: list[str] = []  # empty: every document
 
@@ -110,7 +111,6 @@ class LLMConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     seed: Seed | None = None  # None: each episode's seed
     seeker: StrictBool = True  # the SeekerGym LLM agent, over every belief in seeker.beliefs
-    queries_per_step: PerStep | None = None  # None: the agent's default
     sgr: StrictBool = True  # the SGR LLM agent
     max_turns: int = Field(default=DEFAULT_MAX_TURNS, ge=1)
     result_chars: int = Field(default=DEFAULT_RESULT_CHARS, ge=1)

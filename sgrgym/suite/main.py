@@ -96,7 +96,12 @@ def _open_seeker(config: RunConfig, query_cache: Path) -> _Seeker:
     # cache for every part changes no result, and a resumed run gets the same vectors.
     embedder = open_embedder(cfg.model, query_cache)
     env = make_env(
-        cfg.corpus, model=cfg.model, theta=cfg.theta, horizon=cfg.steps, embedder=embedder
+        cfg.corpus,
+        model=cfg.model,
+        theta=cfg.theta,
+        horizon=cfg.steps,
+        queries_per_step=cfg.queries_per_step,
+        embedder=embedder,
     )
     prime_passage_vectors(embedder, env.corpus, env.store)  # passage-text queries: cached
     docs = cfg.docs or env.store.documents()
@@ -250,7 +255,7 @@ def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | N
     every belief (``seeker/<agent>__<belief>``)."""
     from sgrgym.seeker.agents import AgentSetup, make_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.seeker.llm_agent import DEFAULT_QUERIES, LLMAgentSettings, LLMSeekerOptions
+    from sgrgym.seeker.llm_agent import LLMAgentSettings, LLMSeekerOptions
     from sgrgym.seeker.run import RecordingAgent, run_agent
 
     cfg, llm = config.seeker, config.llm
@@ -259,7 +264,7 @@ def _run_seeker(out: Path, config: RunConfig, seeker: _Seeker, bar: Progress | N
         assert llm is not None
         chat = _llm_options(llm)
         settings = LLMAgentSettings(
-            queries_per_step=llm.queries_per_step or DEFAULT_QUERIES,
+            queries_per_step=cfg.queries_per_step,
             seed=chat.seed,
             sampling=chat.sampling(),
         )
@@ -331,6 +336,7 @@ def _run_calibration(out: Path, config: RunConfig, seeker: _Seeker, bar: Progres
         stopping=cfg.stopping,
         stop_deltas=tuple(cfg.stop_deltas),
         agent=cfg.agent,
+        queries_per_step=config.seeker.queries_per_step,
         steps=cfg.steps,
         theta=config.seeker.theta,
         out=out / CALIBRATION,
