@@ -138,6 +138,22 @@ def cmd_sgr_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _rescored_runs(parser: argparse.ArgumentParser, runs_help: str) -> None:
+    """The arguments of a command that re-scores run folders (compare, difficulty)."""
+    parser.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR", help=runs_help)
+    parser.add_argument(
+        "--tasks",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="score every run against these task files instead of those in its run.json",
+    )
+    parser.add_argument("--strict", action="store_true", help=_STRICT_HELP)
+    parser.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument("--out", type=output_file, metavar="FILE", help="also write the JSON here")
+
+
 def cmd_sgr_difficulty(args: argparse.Namespace) -> int:
     from sgrgym.sgr.difficulty import calibrate, render
     from sgrgym.sgr.families import load_families
@@ -495,24 +511,9 @@ def add_commands(areas: Areas) -> None:
         "P.O.A. and Overall Item-F1 (table 2), overall Item-F1/Row-F1/P.O.A. (table 3), and "
         "Item-F1 per source family and per cardinality bin.",
     )
-    compare.add_argument(
-        "runs",
-        nargs="+",
-        type=Path,
-        metavar="RUN_DIR",
-        help="a folder written by sgr run (run.json, answers.jsonl); one table row each",
+    _rescored_runs(
+        compare, "a folder written by sgr run (run.json, answers.jsonl); one table row each"
     )
-    compare.add_argument(
-        "--tasks",
-        nargs="+",
-        type=Path,
-        metavar="FILE",
-        help="score every run against these task files instead of those in its run.json",
-    )
-    compare.add_argument("--strict", action="store_true", help=_STRICT_HELP)
-    compare.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
-    compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    compare.add_argument("--out", type=output_file, metavar="FILE", help="also write the JSON here")
     compare.set_defaults(handler=cmd_sgr_compare)
 
     difficulty = sgr_cmds.add_parser(
@@ -526,12 +527,8 @@ def add_commands(areas: Areas) -> None:
         "print the set's mean Item-F1 and Row-F1, its share of perfect variant-runs and its "
         "CG and GO means against the targets of a set at the paper's difficulty.",
     )
-    difficulty.add_argument(
-        "runs",
-        nargs="+",
-        type=Path,
-        metavar="RUN_DIR",
-        help="a finished folder written by sgr run (all of them on the same tasks)",
+    _rescored_runs(
+        difficulty, "a finished folder written by sgr run (all of them on the same tasks)"
     )
     difficulty.add_argument(
         "--solved",
@@ -546,19 +543,6 @@ def add_commands(areas: Areas) -> None:
         default=0.0,
         metavar="F",
         help="Item-F1 at or below which a run made no progress (default 0.0)",
-    )
-    difficulty.add_argument(
-        "--tasks",
-        nargs="+",
-        type=Path,
-        metavar="FILE",
-        help="score every run against these task files instead of those in its run.json",
-    )
-    difficulty.add_argument("--strict", action="store_true", help=_STRICT_HELP)
-    difficulty.add_argument("--families", type=Path, metavar="FILE", help=_FAMILIES_HELP)
-    difficulty.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    difficulty.add_argument(
-        "--out", type=output_file, metavar="FILE", help="also write the JSON here"
     )
     difficulty.set_defaults(handler=cmd_sgr_difficulty)
 
