@@ -128,3 +128,22 @@ def test_tasks_listing(capsys: pytest.CaptureFixture[str]) -> None:
     assert listing[0]["row_key"] == ["symbol"]
     code, out, _ = run(capsys, "sgr", "tasks", "--tasks", *TASKS)
     assert "6 task variants (3 CG, 3 GO), all valid." in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["sgr", "run", "--ag", "oracle", "--out", "unused"],
+        ["seeker", "run", "--queries", "3", "--out", "unused"],
+        ["sgr", "score", "--task", "tasks/examples/constraint.jsonl", "--predictions", "x"],
+    ],
+)
+def test_abbreviated_options_are_refused(
+    argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``--ag`` is not ``--agent``: an abbreviation never runs a command (every subparser
+    inherits the root's class)."""
+    with pytest.raises(SystemExit) as refused:
+        main([a.replace("unused", str(tmp_path / "out")) for a in argv])
+    assert refused.value.code == 2 and "error:" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -12,11 +12,22 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import Any, cast
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.version import __version__
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+class Parser(argparse.ArgumentParser):
+    """Every sgrgym parser (subcommands inherit the class): an option must be spelled out, as
+    an abbreviation such as ``--ag`` for ``--agent`` would silently run another command than
+    the one meant."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,12 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     from sgrgym.cli import snapshot as snapshot_commands
     from sgrgym.cli import suite as run_commands
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="sgrgym",
         description="Offline, deterministic harness for the SeekerGym and SGR-Bench benchmarks.",
     )
     parser.add_argument("--version", action="version", version=f"sgrgym {__version__}")
-    areas = parser.add_subparsers(dest="area", metavar="AREA", required=True)
+    areas = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="area", metavar="AREA", required=True),
+    )
     run_commands.add_commands(areas)
     sgr_commands.add_commands(areas)
     snapshot_commands.add_commands(areas)
