@@ -269,6 +269,11 @@ def test_report_every_image_target_exists_and_is_deterministic(
     pages = sorted((out / "report" / "tasks").glob("*.html"))
     assert pages and f"tasks/{pages[0].name}" in index.read_text()
     assert "no LLM runs" in index.read_text()
+    markdown = (out / "report" / "report.md").read_text()
+    bins = ["1-2 rows", "3-5 rows", "6-10 rows", "11+ rows"]
+    positions = [markdown.find(b) for b in bins]
+    assert -1 not in positions and positions == sorted(positions)  # appendix K's order
+    assert "among each agent's failed episodes" in markdown
     again = tmp_path / "again"
     assert main(["report", str(out), "--out", str(again)]) == 0
     for p in sorted((out / "report").rglob("*")):

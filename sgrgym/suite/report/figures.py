@@ -220,7 +220,8 @@ def stacked_shares(
     path: Path,
     title: str,
 ) -> Path:
-    """SGR figure 4 / appendix G: share of each category within each agent's episodes."""
+    """SGR figure 4 / appendix G: share of each category within each agent's counted episodes
+    (the caller passes the failures only, as the paper does)."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(6.5, 0.9 + 0.45 * len(agents))
         left = [0.0] * len(agents)
@@ -232,7 +233,7 @@ def stacked_shares(
             ax.barh(list(agents), shares, left=left, label=category)
             left = [a + b for a, b in zip(left, shares, strict=True)]
         ax.set_xlim(0, 1)
-        ax.set_xlabel("share of episodes")
+        ax.set_xlabel("share of failed episodes")
         ax.set_title(title)
         ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
         return _save(fig, path)

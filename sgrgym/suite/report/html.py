@@ -530,7 +530,12 @@ def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         )
         items.append((name, f"{run.label}: Item-F1 by agent and source family (figure 3)"))
     page.figures(items)
-    bins = list(dict.fromkeys(b for run in runs for r in run.sgr for b in r["by_cardinality"]))
+    from sgrgym.sgr.score import CARDINALITY_BINS
+
+    # the scorer's bin order (the JSON keys come back sorted as text: 1-2, 11+, 3-5, 6-10)
+    found = {b for run in runs for r in run.sgr for b in r["by_cardinality"]}
+    bins = [name for name, _, _ in CARDINALITY_BINS if name in found]
+    bins += sorted(found - set(bins))
     page.table(
         ["Run", "Agent", *(f"{b} rows Item-F1 (n)" for b in bins)],
         [
@@ -560,16 +565,24 @@ def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         name = f"{FIGURES}/{_safe(run.label)}-sgr-f1.svg"
         figures.f1_scatter(points, out / name, f"{run.label}: Item-F1 vs Row-F1")
         items.append((name, f"{run.label}: Item-F1 against Row-F1, one point per task"))
-        categories = sorted({c for r in run.sgr for c in r["categories"]})
+        # shares over failures, as the paper's table 4 and `sgr audit` take them
+        failures = [{c: n for c, n in r["categories"].items() if c != "solved"} for r in run.sgr]
+        categories = sorted({c for f in failures for c in f})
         name = f"{FIGURES}/{_safe(run.label)}-sgr-categories.svg"
         figures.stacked_shares(
             [r["agent"] for r in run.sgr],
             categories,
-            [r["categories"] for r in run.sgr],
+            failures,
             out / name,
-            f"{run.label}: episode categories",
+            f"{run.label}: failure categories",
         )
-        items.append((name, f"{run.label}: share of each appendix G category per agent"))
+        items.append(
+            (
+                name,
+                f"{run.label}: share of each appendix G category among each agent's failed "
+                "episodes (solved ones left out, as in the paper's table 4)",
+            )
+        )
     page.figures(items)
     categories = sorted({c for run in runs for r in run.sgr for c in r["categories"]})
     page.table(
