@@ -196,3 +196,20 @@ def test_compare_reads_real_run_folders(
     # Re-scoring gives what the run itself wrote to scores.json.
     written = json.loads((tmp_path / "default" / "scores.json").read_text())
     assert written["overall"] == default["report"]["overall"]
+
+
+def test_a_run_of_some_variants_says_so_and_is_compared_on_them(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "some"
+    args = ["sgr", "run", "--agent", "oracle", "--task", "cwe_001-g", "places_002", "cwe_001"]
+    code, _, err = run(capsys, *args, "--limit", "2", "--out", str(out), "--quiet")
+    assert code == 0, err
+    card = json.loads((out / "run.json").read_text())
+    assert card["task_ids"] == ["cwe_001", "cwe_001-g"]  # file order, then the first two
+    assert len((out / "answers.jsonl").read_text().splitlines()) == 2
+    code, text, _ = run(capsys, "sgr", "compare", str(out), "--json")
+    assert json.loads(text)["systems"][0]["report"]["overall"]["n"] == 2
+    code, _, err = run(capsys, "sgr", "run", "--agent", "oracle", "--task", "cwe_01", "--out", "x")
+    assert code == 2 and "did you mean 'cwe_001'" in err and not Path("x").exists()

@@ -51,4 +51,6 @@ def open_world_of(args: argparse.Namespace) -> SgrWorld:
         budget=budget,
         current_date=args.current_date,
         render=not args.no_render,
+        task_ids=getattr(args, "task", None),
+        limit=getattr(args, "limit", None),
     )

@@ -607,6 +607,18 @@ def add_commands(areas: Areas) -> None:
         help="task files (default: tasks/sgr/<site>/constraint.jsonl, goal.jsonl)",
     )
     run.add_argument(
+        "--task",
+        nargs="+",
+        metavar="ID",
+        help="run only these task variants (e.g. cwe_001 cwe_001-g); the run card says so",
+    )
+    run.add_argument(
+        "--limit",
+        type=positive_int,
+        metavar="N",
+        help="run only the first N task variants (after --task); the run card says so",
+    )
+    run.add_argument(
         "--seed",
         type=SEED,
         default=0,

@@ -99,6 +99,10 @@ def compare_runs(
         if not answers_path.is_file():
             raise UserError(f"{answers_path}: no answers in this run folder")
         loaded = load_tasks(files, strict=strict)
+        selection = card.get("task_ids")
+        if isinstance(selection, list):  # a run of some variants (sgr run --task/--limit)
+            chosen = set(selection)
+            loaded = [t for t in loaded if t.task_id in chosen]
         report = score_tasks(loaded, load_predictions(answers_path), families)
         label = run_dir.resolve().name if run_dir.name in ("", ".") else run_dir.name
         if any(s.system.removesuffix(UNFINISHED) == label for s in systems):

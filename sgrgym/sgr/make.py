@@ -81,6 +81,7 @@ class SgrWorld:
     files: list[Path]
     tasks: list[ScoringTask]
     references: dict[str, Reference]
+    selection: list[str] | None = None  # the task ids kept by --task/--limit (None: all)
 
 
 def open_world(
@@ -90,15 +91,25 @@ def open_world(
     budget: Budget | None = None,
     current_date: str = defaults.CURRENT_DATE,
     render: bool = True,
+    task_ids: Sequence[str] | None = None,
+    limit: int | None = None,
 ) -> SgrWorld:
     """The SGR world over ``pack`` (a name under ``snapshots/`` or a folder; default the demo
     pack) and ``task_files`` (default the demo tasks), with the episode ``budget`` (default
-    appendix C's) and the date shown to agents; ``render=False`` serves pages unrendered."""
+    appendix C's) and the date shown to agents; ``render=False`` serves pages unrendered.
+
+    ``task_ids`` keeps only those task variants (in file order; an unknown id is an error) and
+    ``limit`` the first ``limit`` of what is kept: the world's ``selection`` says so, and the
+    run card records it."""
     from sgrgym.sgr.env import Budget, SgrEnv
     from sgrgym.sgr.sites.reference import check_references, reference_of
 
     files = list(task_files) if task_files else demo_task_files()
     tasks = load_tasks(files)
+    selection = None
+    if task_ids is not None or limit is not None:
+        tasks = select_tasks(tasks, task_ids, limit)
+        selection = [t.task_id for t in tasks]
     snapshot, models = open_pack(pack)
     references: dict[str, Reference] = {}
     for task in tasks:
@@ -113,7 +124,35 @@ def open_world(
         current_date=current_date,
         renderer=page_renderer(snapshot, not render),
     )
-    return SgrWorld(env=env, files=files, tasks=tasks, references=references)
+    return SgrWorld(env=env, files=files, tasks=tasks, references=references, selection=selection)
+
+
+def select_tasks(
+    tasks: Sequence[ScoringTask], task_ids: Sequence[str] | None, limit: int | None
+) -> list[ScoringTask]:
+    """``tasks`` restricted to ``task_ids`` (file order kept), then to the first ``limit``."""
+    from difflib import get_close_matches
+
+    from sgrgym.core.errors import UserError
+
+    kept = list(tasks)
+    if task_ids is not None:
+        known = {t.task_id for t in tasks}
+        unknown = [i for i in dict.fromkeys(task_ids) if i not in known]
+        if unknown:
+            near = get_close_matches(unknown[0], sorted(known), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise UserError(
+                f"--task: no task {unknown[0]!r} in the task files{hint}; "
+                "`sgrgym sgr tasks --tasks FILE ...` lists them"
+            )
+        wanted = set(task_ids)
+        kept = [t for t in kept if t.task_id in wanted]
+    if limit is not None:
+        if limit < 1:
+            raise UserError(f"--limit must be at least 1, got {limit}")
+        kept = kept[:limit]
+    return kept
 
 
 def make_env(

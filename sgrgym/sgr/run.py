@@ -73,13 +73,20 @@ class RunCard(BaseModel):
     budget: Budget
     current_date: str
     task_files: dict[str, str]  # path -> sha256
+    task_ids: list[str] | None = None  # the variants run (--task/--limit); None: every one
     sgrgym_version: str = __version__
     prompt_template: str = PROMPT_TEMPLATE
     prompt_sha256: str = ""
     rendered_sites: dict[str, RenderedSite] = {}  # site -> app version, data file sha256s
 
 
-def run_card(env: SgrEnv, agent: Agent | str, seed: int, task_files: Sequence[Path]) -> RunCard:
+def run_card(
+    env: SgrEnv,
+    agent: Agent | str,
+    seed: int,
+    task_files: Sequence[Path],
+    task_ids: Sequence[str] | None = None,
+) -> RunCard:
     return RunCard(
         pack=env.snapshot.manifest.pack,
         pack_sha256=env.snapshot.pin,
@@ -88,6 +95,7 @@ def run_card(env: SgrEnv, agent: Agent | str, seed: int, task_files: Sequence[Pa
         budget=env.budget,
         current_date=env.current_date,
         task_files={str(p): sha256_file(p)[0] for p in task_files},
+        task_ids=None if task_ids is None else list(task_ids),
         prompt_sha256=template_sha256(),
         rendered_sites=env.renderer.card() if env.renderer else {},
     )
@@ -204,7 +212,7 @@ def run_agent(
     written and its client closed however the run ends. The world stays open (the caller's)."""
     if isinstance(agent, TaskRunner):
         return agent.run_world(world, out_dir, progress=progress, jobs=jobs)
-    card = run_card(world.env, agent, seed, world.files)
+    card = run_card(world.env, agent, seed, world.files, world.selection)
     if not isinstance(agent, ModelAgent):
         return run_tasks(world.env, agent, world.tasks, out_dir, card, progress=progress, jobs=jobs)
     try:

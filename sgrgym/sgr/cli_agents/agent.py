@@ -97,7 +97,7 @@ class CliAgent:
         prompts = {t.task_id: episode_prompt(env, t, options.site_ops) for t in world.tasks}
         egress = Egress(list(self.allow)) if options.egress_sandbox else None
         card = CliRunCard(
-            **run_card(env, self.name, self.seed, world.files).model_dump(),
+            **run_card(env, self.name, self.seed, world.files, world.selection).model_dump(),
             profile=self.profile.name,
             profile_sha256=self.profile_sha256,
             tools_sha256=tools_sha256(),
