@@ -51,6 +51,6 @@ def open_world_of(args: argparse.Namespace) -> SgrWorld:
         budget=budget,
         current_date=args.current_date,
         render=not args.no_render,
-        task_ids=getattr(args, "task", None),
+        task_ids=getattr(args, "task_ids", None),  # sgr run --task (mcp's --task is one id)
         limit=getattr(args, "limit", None),
     )

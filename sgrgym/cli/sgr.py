@@ -608,6 +608,7 @@ def add_commands(areas: Areas) -> None:
     )
     run.add_argument(
         "--task",
+        dest="task_ids",
         nargs="+",
         metavar="ID",
         help="run only these task variants (e.g. cwe_001 cwe_001-g); the run card says so",
