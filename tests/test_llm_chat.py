@@ -178,3 +178,23 @@ def test_an_edited_reply_is_refused_and_an_old_recording_is_sealed_once(
     session.close()
     with pytest.raises(UserError, match="was changed after it was recorded"):
         replay()
+
+
+def test_no_server_is_said_at_once_with_the_cure(tmp_path: Path) -> None:
+    """A refused first connection is not retried for 15 s: nothing listens there."""
+    from sgrgym.llm.http import RecordedPost
+
+    with socket.socket() as probe:  # a free loopback port, closed again: nothing listens
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    waits: list[float] = []
+    post = RecordedPost(
+        f"http://127.0.0.1:{port}/v1/chat/completions",
+        tmp_path / "calls.sqlite",
+        mode="record",
+        sleep=waits.append,
+    )
+    with pytest.raises(UserError, match=r"no server answers there.*sgrgym llm serve"):
+        post.send({"model": "m"}, label="model m")
+    post.close()
+    assert waits == []

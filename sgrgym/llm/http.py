@@ -319,6 +319,18 @@ def _release(path: Path, read_only: bool) -> None:
             del _SHARED[key]
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error is a refusal (nothing listens), not a drop or a reset."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or "Connection refused" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return "Connection refused" in str(exc)
+
+
 class RecordedPost(Closing):
     """JSON POSTs to one endpoint through a requests-cache SQLite file.
 
@@ -356,6 +368,7 @@ class RecordedPost(Closing):
         self._sums = EntrySums(self.cache_path, self._read_only, what)
         self._closed = False
         self._http: requests.Session | None = None
+        self._answered = False  # a server has answered at self.url (retries make sense then)
 
     @property
     def _session(self) -> Any:
@@ -432,10 +445,17 @@ class RecordedPost(Closing):
             except requests.Timeout:
                 reason = "timeout"
             except requests.ConnectionError as exc:
+                if not self._answered and _refused(exc):
+                    raise UserError(
+                        f"{self.what} to {self.url} failed ({label}): no server answers there "
+                        "(connection refused). Start one first: `sgrgym llm serve --model NAME` "
+                        "for a local:NAME model, or pass the --base-url of a running server"
+                    ) from None
                 reason = f"connection error: {type(exc).__name__}"
             except requests.RequestException as exc:
                 raise UserError(f"{self.what} to {self.url} failed ({label}): {exc}") from None
             else:
+                self._answered = True
                 if response.status_code == 200:
                     return response, attempt + 1, tuple(retried)
                 reason = f"HTTP {response.status_code}"
