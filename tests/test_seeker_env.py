@@ -264,6 +264,10 @@ def test_cli_run_and_sweep(tiny, tmp_path: Path, capsys: pytest.CaptureFixture[s
         ]
     )
     assert code == 0 and json.loads(capsys.readouterr().out)["final_completeness"] == 1.0
+    typo = tmp_path / "typo"
+    assert main(["seeker", "run", *common, "--docs", "tee", "--out", str(typo)]) == 2
+    assert "no document 'tee' in corpus tiny (did you mean 'tea'?)" in capsys.readouterr().err
+    assert not typo.exists()  # a typo leaves no run card behind to block the corrected command
     code = main(
         [
             "seeker",
