@@ -303,3 +303,31 @@ def test_calibrate_rerun_killed_leaves_no_completed_results_then_resumes(tmp_pat
         proc.communicate()
     assert main([*argv, str(out)]) == 0
     assert _tree(out) == _tree(clean)
+
+
+def test_a_run_that_fails_before_recording_leaves_no_folder(tmp_path: Path) -> None:
+    """A typo found late, or a model server that is not there, costs nothing: the corrected
+    command is not refused as another run. A folder that held a run keeps it."""
+    new = tmp_path / "new"
+    with (
+        pytest.raises(UserError, match="no server"),
+        open_run_folder(new, Card(agent="x", seed=1), finals=()),
+    ):
+        raise UserError("no server")
+    assert not new.exists()
+    with open_run_folder(new, Card(agent="y", seed=1), finals=()) as folder:  # not refused
+        folder.append("episodes.jsonl", {"n": 1})
+    with (
+        pytest.raises(UserError, match="later"),
+        open_run_folder(new, Card(agent="y", seed=1), finals=()),
+    ):
+        raise UserError("later")
+    assert (new / "run.json").is_file() and (new / "episodes.jsonl").is_file()
+    recorded = tmp_path / "recorded"
+    with (
+        pytest.raises(UserError, match="after a record"),
+        open_run_folder(recorded, Card(agent="x", seed=1), finals=()) as folder,
+    ):
+        folder.append("episodes.jsonl", {"n": 1})
+        raise UserError("after a record")
+    assert (recorded / "episodes.jsonl").is_file()  # what was recorded is kept for a resume

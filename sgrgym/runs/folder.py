@@ -123,6 +123,11 @@ class RunFolder:
         self._finals = tuple(finals)
         self._begun = False
 
+    @property
+    def begun(self) -> bool:
+        """Whether the run changed anything in the folder (a record, a final result)."""
+        return self._begun
+
     def begin(self) -> None:
         """The command runs: remove the completion marker and the final results (once)."""
         if self._begun:
@@ -224,20 +229,33 @@ def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Itera
     ``finals`` are the final results (files or folders) of the run: they and the completion
     marker are removed before the caller changes anything (:meth:`RunFolder.begin`), and
     rewritten by the caller.
+
+    A run that this call starts in a new (or empty) folder and that fails before it records
+    anything (a model server that is not there, a wrong name found late) leaves no folder
+    behind, so the corrected command is not refused as "another run".
     """
     if path.exists() and not path.is_dir():
         raise UserError(f"{path}: --out names an existing file; name a folder")
+    new = not path.exists() or not any(path.iterdir())
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"{path}: cannot create the --out folder ({exc.strerror})") from None
     handle = _lock(path)
+    folder: RunFolder | None = None
+    failed = False
     try:
         _check_card(path, card)
-        yield RunFolder(path, finals)
+        folder = RunFolder(path, finals)
+        yield folder
+    except BaseException:
+        failed = True
+        raise
     finally:
         fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
         handle.close()
+        if failed and new and (folder is None or not folder.begun):
+            _remove(path)
 
 
 def _remove(target: Path) -> None:
