@@ -75,7 +75,8 @@ def heatmap(
     path: Path,
     title: str,
 ) -> Path:
-    """Figure 3: mean final completeness per topic (rows) and agent (columns)."""
+    """Figure 3: mean final completeness per topic (rows) and agent (columns); the last row,
+    under a dashed line, is the overall mean (the paper's dashed overall-mean line)."""
     with plt.rc_context(STYLE):
         fig, ax = _figure(1.8 + 1.1 * len(columns), 1.0 + 0.32 * len(rows))
         data = [[math.nan if v is None else v for v in row] for row in values]
@@ -95,6 +96,8 @@ def heatmap(
                         color="white" if v < 0.6 else "black",
                         fontsize=7,
                     )
+        if len(rows) > 1:
+            ax.axhline(len(rows) - 1.5, color="white", linestyle="--", linewidth=1.2)
         fig.colorbar(image, ax=ax, label="final completeness")
         ax.set_title(title)
         return _save(fig, path)

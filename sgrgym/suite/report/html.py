@@ -218,6 +218,9 @@ def belief_blind(episodes: dict[tuple[str, str], list[dict[str, Any]]]) -> list[
     )
 
 
+OVERALL_ROW = "all documents"
+
+
 def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     from sgrgym.seeker.agents import PRIVILEGED_AGENTS
     from sgrgym.suite.report import figures
@@ -296,6 +299,9 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         ]
         topics = sorted({t for r in rows for t in r["by_topic"]})
         values = [[r["by_topic"].get(t) for r in rows] for t in topics]
+        # figure 3's overall mean, as a last row under a dashed line
+        topics.append(OVERALL_ROW)
+        values.append([r["final_completeness"] for r in rows])
         name = f"{FIGURES}/{_safe(run.label)}-seeker-topics.svg"
         figures.heatmap(
             topics,
