@@ -120,7 +120,12 @@ def lines(
         return _save(fig, path)
 
 
-def frontier(points: Mapping[str, tuple[float, float]], path: Path, title: str) -> Path:
+def frontier(
+    points: Mapping[str, tuple[float, float]],
+    path: Path,
+    title: str,
+    xlabel: str = "tokens per episode",
+) -> Path:
     """Figure 4b: final completeness against tokens per episode (x axis flipped: cheaper is
     to the right), with the Pareto frontier."""
     with plt.rc_context(STYLE):
@@ -134,7 +139,7 @@ def frontier(points: Mapping[str, tuple[float, float]], path: Path, title: str) 
                 best.append((cost, completeness))
         ax.plot([b[0] for b in best], [b[1] for b in best], linestyle="--", color="grey")
         ax.invert_xaxis()
-        ax.set_xlabel("tokens per episode")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel("final completeness")
         ax.set_title(title)
         return _save(fig, path)

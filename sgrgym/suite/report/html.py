@@ -320,19 +320,23 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     page.figures(items)
 
     page.heading("Cost–completeness frontier (figure 4b)", 3)
+    model_rows = [(run, r) for run in runs for r in run.seeker]
+    model_rows = [(run, r) for run, r in model_rows if r.get("tokens_per_episode") is not None]
+    # the paper's axis is the cost per episode; tokens when a configuration is unpriced or
+    # every one is free (a local model)
+    costs = [r.get("cost_usd_per_episode") for _, r in model_rows]
+    priced = bool(costs) and all(c is not None for c in costs) and any(c for c in costs)
+    key, unit = ("cost_usd_per_episode", "US$") if priced else ("tokens_per_episode", "tokens")
     points = {
-        f"{run.label}/{r['agent']}/{r['belief']}": (
-            r["tokens_per_episode"],
-            r["final_completeness"],
-        )
-        for run in runs
-        for r in run.seeker
-        if r.get("tokens_per_episode") is not None
+        f"{run.label}/{r['agent']}/{r['belief']}": (r[key], r["final_completeness"])
+        for run, r in model_rows
     }
     if points:
         name = f"{FIGURES}/seeker-frontier.svg"
-        figures.frontier(points, out / name, "tokens per episode vs final completeness")
-        page.figures([(name, "cost–completeness frontier (figure 4b; x axis flipped)")])
+        figures.frontier(
+            points, out / name, f"{unit} per episode vs final completeness", f"{unit} per episode"
+        )
+        page.figures([(name, f"cost–completeness frontier in {unit} (figure 4b; x axis flipped)")])
     else:
         page.text(
             "no LLM runs: the built-in agents spend no tokens, so there is no "
