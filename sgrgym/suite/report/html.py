@@ -363,6 +363,15 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     page.heading("Variance decomposition (table 9 layout)", 3)
     for run in runs:
         pooled = reading(run)
+        if all(a in blind[run.label] for a in pooled) and len(run.config.seeker.beliefs) > 1:
+            page.text(
+                f"{run.label}: no agent of this run reads its belief, so its episodes under "
+                "the beliefs are copies of each other: table 9 would decompose copies "
+                "(pseudo-replication), so it is left out. Run an agent that reads the belief "
+                "(belief-phrases, llm) to have it.",
+                note=True,
+            )
+            continue
         rows = [
             {**e, "agent": agent, "belief": belief}
             for (agent, belief), records in episodes[run.label].items()
