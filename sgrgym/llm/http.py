@@ -155,6 +155,14 @@ def sqlite_errors(path: Path, what: str) -> Iterator[None]:
 CHECKSUMS = "sgrgym_entry_sha256"  # request hash -> sha256 of the recorded response bytes
 
 
+def has_table(db: sqlite3.Connection, name: str) -> bool:
+    """Whether the SQLite database ``db`` holds a table ``name``."""
+    row = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)
+    ).fetchone()
+    return row is not None
+
+
 class EntrySums:
     """The sha256 of every recorded response, in its own table of the recording: written as
     each response is stored, checked as each is read back, so a reply edited after it was
@@ -174,10 +182,7 @@ class EntrySums:
                         f"CREATE TABLE IF NOT EXISTS {CHECKSUMS} "
                         "(key TEXT PRIMARY KEY, sha256 TEXT NOT NULL) WITHOUT ROWID"
                     )
-            found = self._db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (CHECKSUMS,)
-            ).fetchone()
-        self.present = found is not None
+            self.present = has_table(self._db, CHECKSUMS)
 
     def check(self, key: str, content: bytes) -> None:
         """``content`` is what was recorded under ``key`` (else a UserError naming it)."""
@@ -202,6 +207,20 @@ class EntrySums:
                 f"{self.path}: recorded {self.what} {key} was changed after it was recorded "
                 f"(sha256 {digest}, recorded {row[0]}); restore the file or record it again"
             )
+
+    def keys(self) -> set[str]:
+        """The keys that have a checksum."""
+        with self._lock, sqlite_errors(self.path, self.what):
+            return {k for (k,) in self._db.execute(f"SELECT key FROM {CHECKSUMS}")}
+
+    def vectors(self) -> list[tuple[str, str, bytes]]:
+        """The recording's query vectors (model id, text, bytes), which a recorded embedder
+        stores beside the replies (:mod:`sgrgym.seeker.embed`); none when it has none."""
+        with self._lock, sqlite_errors(self.path, self.what):
+            if not has_table(self._db, "query_vectors"):
+                return []
+            rows = self._db.execute("SELECT model_id, text, vector FROM query_vectors")
+            return [(m, t, bytes(v)) for m, t, v in rows]
 
     def put(self, key: str, content: bytes, *, replace: bool = True) -> None:
         """Store the checksum of ``content`` (``replace=False``: the first one stays, as the
@@ -232,7 +251,7 @@ def seal_recording(path: Path, what: str = "request") -> int:
         session = _open_cache(path, False, what)
         sums = EntrySums(path, read_only=False, what=what)
         try:
-            known = {k for (k,) in sums._db.execute(f"SELECT key FROM {CHECKSUMS}")}
+            known = sums.keys()
             added = 0
             for key in list(session.cache.responses.keys()):
                 if key in known:
@@ -241,16 +260,8 @@ def seal_recording(path: Path, what: str = "request") -> int:
                 if response is not None:
                     sums.put(key, bytes(response.content))
                     added += 1
-            has_vectors = sums._db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'query_vectors'"
-            ).fetchone()
-            rows = sums._db.execute(
-                "SELECT model_id, text, vector FROM query_vectors"
-                if has_vectors
-                else "SELECT 1 WHERE 0"
-            ).fetchall()
-            for model_id, text, blob in rows:  # a recorded embedder's vectors (seeker.embed)
-                key = f"vector {model_id} {hashlib.sha256(text.encode('utf-8')).hexdigest()}"
+            for model_id, text, blob in sums.vectors():
+                key = vector_key(model_id, text)
                 if key not in known:
                     sums.put(key, bytes(blob))
                     added += 1
@@ -328,7 +339,7 @@ def _refused(exc: BaseException) -> bool:
         if isinstance(current, ConnectionRefusedError) or "Connection refused" in str(current):
             return True
         current = current.__cause__ or current.__context__
-    return "Connection refused" in str(exc)
+    return False
 
 
 class RecordedPost(Closing):

@@ -469,10 +469,9 @@ class QueryCache(Closing):
             ) from None
 
     def _has_table(self) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'query_vectors'"
-        ).fetchone()
-        return row is not None
+        from sgrgym.llm.http import has_table
+
+        return has_table(self._db, "query_vectors")
 
     def get_many(self, model_id: str, texts: Iterable[str]) -> dict[str, FloatMatrix]:
         """The cached vectors among ``texts`` (1-D float32 arrays), by text."""
