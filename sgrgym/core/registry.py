@@ -10,13 +10,20 @@ An entry registered with ``argument="NAME"`` is a family: ``cli:claude-code`` is
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from sgrgym.core.errors import UnknownName
 
 Entry = TypeVar("Entry")
+
+
+def close_hint(name: str, known: Iterable[str], n: int = 3) -> str:
+    """`` (did you mean 'a' or 'b'?)`` naming up to ``n`` of ``known`` closest to ``name``, or
+    "" when none is close: what every "no such name" error adds."""
+    close = difflib.get_close_matches(name, list(known), n=n, cutoff=0.6)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -105,8 +112,7 @@ class Registry(Generic[Entry]):
         """The error for a name that is not registered: the closest names, then all of them
         (``extra``: names served elsewhere, listed too)."""
         known = [*(self._entries[n].shown for n in self.names()), *extra]
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        hint = close_hint(name, known)
         return UnknownName(f"no {self.kind} {name!r}{hint}; {self.plural}: {', '.join(known)}")
 
     def get(self, name: str) -> Entry:

@@ -20,6 +20,7 @@ import numpy as np
 
 from sgrgym.core import defaults
 from sgrgym.core.errors import UserError
+from sgrgym.core.registry import close_hint
 from sgrgym.seeker.corpus import Corpus, Document, Passage
 from sgrgym.seeker.retrieval import Matrix, Scores, observe
 from sgrgym.seeker.store import PassageStore
@@ -121,10 +122,16 @@ class SeekerEnv:
         self._matrix: Scores = np.zeros((0, store.manifest.dims), np.float64)
         self.state: EpisodeState | None = None
 
-    def reset(self, doc_id: str, seed: int = 0) -> Observation:
+    def document(self, doc_id: str) -> Document:
+        """The corpus' document ``doc_id`` (a UserError naming the closest id when none is)."""
         document = self._documents.get(doc_id)
         if document is None:
-            raise UserError(f"no document {doc_id!r} in corpus {self.corpus.name}")
+            hint = close_hint(doc_id, sorted(self._documents), n=1)
+            raise UserError(f"no document {doc_id!r} in corpus {self.corpus.name}{hint}")
+        return document
+
+    def reset(self, doc_id: str, seed: int = 0) -> Observation:
+        document = self.document(doc_id)
         ids, matrix = self.store.matrix(doc_id)
         if ids != [p.id for p in document.passages]:
             raise UserError(f"{doc_id}: the store's passages differ from the corpus' passages")

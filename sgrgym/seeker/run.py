@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
-from sgrgym.core.errors import UserError
 from sgrgym.core.numbers import fixed
 from sgrgym.core.output import Progress
 from sgrgym.core.version import __version__
@@ -276,19 +275,6 @@ def run_agent(
             agent.close()
 
 
-def check_documents(env: SeekerEnv, doc_ids: Sequence[str]) -> None:
-    """A UserError naming the first of ``doc_ids`` the environment's corpus does not hold
-    (with the closest id), so that a typo costs nothing and leaves nothing behind."""
-    from difflib import get_close_matches
-
-    known = {d.id for d in env.corpus.documents}
-    for doc_id in doc_ids:
-        if doc_id not in known:
-            near = get_close_matches(doc_id, sorted(known), n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
-            raise UserError(f"no document {doc_id!r} in corpus {env.corpus.name}{hint}")
-
-
 def run_seeker(
     env: SeekerEnv,
     agent: SeekerAgent,
@@ -307,7 +293,8 @@ def run_seeker(
     episodes already written, ``complete.json`` once the summary is written. A document the
     corpus does not hold is refused before the folder is touched.
     """
-    check_documents(env, doc_ids)
+    for doc_id in doc_ids:  # a typo costs nothing and leaves nothing behind
+        env.document(doc_id)
     card = seeker_run_card(env, agent, belief, doc_ids, seeds)
     total = len(doc_ids) * seeds
     with open_run_folder(out_dir, card, finals=(SUMMARY,)) as folder:

@@ -131,17 +131,15 @@ def select_tasks(
     tasks: Sequence[ScoringTask], task_ids: Sequence[str] | None, limit: int | None
 ) -> list[ScoringTask]:
     """``tasks`` restricted to ``task_ids`` (file order kept), then to the first ``limit``."""
-    from difflib import get_close_matches
-
     from sgrgym.core.errors import UserError
+    from sgrgym.core.registry import close_hint
 
     kept = list(tasks)
     if task_ids is not None:
         known = {t.task_id for t in tasks}
         unknown = [i for i in dict.fromkeys(task_ids) if i not in known]
         if unknown:
-            near = get_close_matches(unknown[0], sorted(known), n=1)
-            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            hint = close_hint(unknown[0], sorted(known), n=1)
             raise UserError(
                 f"--task: no task {unknown[0]!r} in the task files{hint}; "
                 "`sgrgym sgr tasks --tasks FILE ...` lists them"
