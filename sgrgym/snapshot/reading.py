@@ -23,23 +23,19 @@ from __future__ import annotations
 
 from urllib.parse import urlencode, urljoin
 
-from sgrgym.snapshot.text import body_to_text, decode_body
+from sgrgym.snapshot.text import body_to_text, decode_body, is_html
 
 PAGE_TEXT_VERSION = 2
-HTML_MIMES = ("text/html", "application/xhtml+xml")
 
 
-def _is_html(content_type: str) -> bool:
-    return (content_type or "").split(";")[0].strip().lower() in HTML_MIMES
-
-
-def _tree(html: str):  # type: ignore[no-untyped-def]
+def _html_tree(body: bytes, content_type: str):  # type: ignore[no-untyped-def]
+    """The lxml tree of an HTML body (None for an empty or unparsable document)."""
     import lxml.html
     from lxml.etree import ParserError
 
     try:
-        return lxml.html.document_fromstring(html)
-    except (ParserError, ValueError):  # an empty or unparsable document
+        return lxml.html.document_fromstring(decode_body(body, content_type))
+    except (ParserError, ValueError):
         return None
 
 
@@ -96,13 +92,13 @@ def form_lines(form, base_url: str) -> list[str]:  # type: ignore[no-untyped-def
 
 def read_page(body: bytes, content_type: str, url: str) -> str:
     """The text of a page as an agent's fetch tool gives it (page text v2)."""
-    if not _is_html(content_type):
+    if not is_html(content_type):
         return body_to_text(body, content_type)
     from inscriptis import Inscriptis
     from inscriptis.model.config import ParserConfig
     from lxml import etree
 
-    tree = _tree(decode_body(body, content_type))
+    tree = _html_tree(body, content_type)
     if tree is None:
         return ""
     tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
@@ -117,11 +113,11 @@ def read_page(body: bytes, content_type: str, url: str) -> str:
 
 def main_text(body: bytes, content_type: str) -> str:
     """The text of a page's ``main`` content (the whole page when it has none), no links."""
-    if not _is_html(content_type):
+    if not is_html(content_type):
         return body_to_text(body, content_type)
     from inscriptis import Inscriptis
 
-    tree = _tree(decode_body(body, content_type))
+    tree = _html_tree(body, content_type)
     if tree is None:
         return ""
     main = next(tree.iter("main"), None)
@@ -139,9 +135,7 @@ def form_submissions(body: bytes, content_type: str, url: str) -> list[str]:
     """The addresses a page's GET forms lead to: for each drop-down list, each of its choices
     with every other field as the form holds it (what a person choosing one value and
     pressing the button would load), in page order."""
-    if not _is_html(content_type):
-        return []
-    tree = _tree(decode_body(body, content_type))
+    tree = _html_tree(body, content_type) if is_html(content_type) else None
     if tree is None:
         return []
     found = []

@@ -13,7 +13,8 @@ from html.parser import HTMLParser
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.I | re.S)
 _CHARSET = re.compile(r"charset=([\w-]+)", re.I)
-TEXT_MIMES = ("text/html", "application/xhtml+xml", "application/pdf", "text/plain")
+HTML_MIMES = ("text/html", "application/xhtml+xml")
+TEXT_MIMES = (*HTML_MIMES, "application/pdf", "text/plain")
 
 
 def charset_of(content_type: str, default: str = "utf-8") -> str:
@@ -72,10 +73,19 @@ def pdf_to_text(body: bytes) -> str:
     return "\n\n".join(p.strip() for p in pages).strip()
 
 
+def media_type(content_type: str) -> str:
+    """The media type of a Content-Type value, lower-cased, without its parameters."""
+    return (content_type or "").split(";")[0].strip().lower()
+
+
+def is_html(content_type: str) -> bool:
+    return media_type(content_type) in HTML_MIMES
+
+
 def body_to_text(body: bytes, content_type: str) -> str:
     """Text of an archived body by its media type (HTML, PDF, plain text)."""
-    mime = (content_type or "").split(";")[0].strip().lower()
-    if mime in ("text/html", "application/xhtml+xml"):
+    mime = media_type(content_type)
+    if is_html(content_type):
         return html_to_text(body, content_type)
     if mime == "application/pdf":
         return pdf_to_text(body)

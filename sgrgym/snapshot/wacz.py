@@ -56,7 +56,7 @@ from sgrgym.snapshot.pack import (
     write_manifest,
 )
 from sgrgym.snapshot.stream import NotWarc, RecordStream, StreamError
-from sgrgym.snapshot.text import html_title
+from sgrgym.snapshot.text import HTML_MIMES, html_title
 from sgrgym.snapshot.urls import CanonRules
 from sgrgym.snapshot.warc import MAX_RECORD_BYTES, ScannedRecord, read_response, scan_warc
 
@@ -76,7 +76,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _ZIP_MAGIC = b"PK"
 _HEADER_SLACK = 1 << 20  # record headers and read-ahead allowed on top of a record's block
 _JSON_LIMIT = 16 << 20  # datapackage files are small; refuse huge ones unread
-_HTML_MIMES = ("text/html", "application/xhtml+xml")
 _CONTENT_LENGTH = re.compile(r"[0-9]+")
 
 
@@ -200,7 +199,7 @@ def _index_warc(path: Path, filename: str, index: _Index) -> None:
             request = requests.get(record.record_id)
             index.cdxj.append(cdxj_line(record, filename, request))
             is_get = request is None or request.method in ("", "GET")
-            if is_get and record.status == 200 and record.mime in _HTML_MIMES:
+            if is_get and record.status == 200 and record.mime in HTML_MIMES:
                 http = read_response(fd, str(path), record.offset, record.length)
                 # A page without a title is named by its URL, as py-wacz does: a row with an
                 # empty title is a blank row to `wacz validate` (its columns are the header's).
