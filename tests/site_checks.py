@@ -28,7 +28,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -38,8 +38,7 @@ from sgrgym.sgr.sites.model import Op, SiteError, SiteModel, State
 from sgrgym.sgr.sites.page import extract_tables
 from sgrgym.sgr.sites.reference import Reference, answer_states, reference_of, rows_as_answer, walk
 from sgrgym.sgr.tasks import ScoringTask, load_tasks
-from sgrgym.snapshot.reading import form_submissions, read_page
-from sgrgym.snapshot.text import anchor_hrefs
+from sgrgym.snapshot.reading import page_targets, read_page
 
 TASKS_ROOT = Path(__file__).resolve().parent.parent / "tasks" / "sgr"
 PAIRS: dict[str, int] = {
@@ -324,9 +323,7 @@ def one_step_states(app: SiteApp) -> list[State]:
                     found[model.apply(default, op)] = None
             except SiteError:
                 continue
-    page = app.render(default)
-    hrefs = [urljoin(model.url(default), h) for h in anchor_hrefs(page.decode("utf-8", "replace"))]
-    for url in hrefs + form_submissions(page, "text/html", model.url(default)):
+    for url in page_targets(app.render(default), "text/html", model.url(default)):
         if urlsplit(url).netloc == model.host:
             try:
                 found[model.parse_url(url)] = None

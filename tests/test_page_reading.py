@@ -10,7 +10,7 @@ from toy_site import MODEL
 from sgrgym.sgr.cli_agents.tools import tools_text
 from sgrgym.sgr.sites.model import State
 from sgrgym.sgr.sites.page import Choice, ControlLinks, render_page
-from sgrgym.snapshot.reading import PAGE_TEXT_VERSION, form_submissions, main_text, read_page
+from sgrgym.snapshot.reading import PAGE_TEXT_VERSION, main_text, page_targets, read_page
 
 PAGE = b"""<!doctype html><html><head><title>T</title></head><body>
 <header><nav><a href="/">Home</a> | <a href="about">About</a></nav></header>
@@ -40,7 +40,10 @@ def test_forms_name_their_fields_and_choices() -> None:
         "- From [from]: text field",
         "- button: Show",
     ]
-    assert form_submissions(PAGE, "text/html", URL) == [
+    assert page_targets(PAGE, "text/html", URL) == [
+        "http://toy.sgrgym.test/",  # the links first, made absolute, once each
+        "http://toy.sgrgym.test/about",
+        "http://toy.sgrgym.test/plants?kind=tree",
         "http://toy.sgrgym.test/plants?zone=north&kind=",
         "http://toy.sgrgym.test/plants?zone=north&kind=tree",
         "http://toy.sgrgym.test/plants?zone=north&kind=shrub",

@@ -22,13 +22,12 @@ import hashlib
 import random
 from collections.abc import Sequence
 from typing import Protocol
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 from sgrgym.sgr.env import Page, SgrEnv, TaskObservation
 from sgrgym.sgr.sites.model import Control, Op, OpName, SiteError, SiteModel, State
 from sgrgym.sgr.sites.reference import Reference, rows_as_answer
-from sgrgym.snapshot.reading import form_submissions
-from sgrgym.snapshot.text import anchor_hrefs
+from sgrgym.snapshot.reading import page_targets
 
 
 class Agent(Protocol):
@@ -95,9 +94,8 @@ def same_site_links(page: Page) -> list[str]:
     if "html" not in page.content_type:
         return []
     host = urlsplit(page.url).netloc
-    links = [urljoin(page.url, h) for h in anchor_hrefs(page.body.decode("utf-8", "replace"))]
-    links += form_submissions(page.body, page.content_type, page.url)
-    return list(dict.fromkeys(u for u in links if urlsplit(u).netloc == host))
+    links = page_targets(page.body, page.content_type, page.url)
+    return [u for u in links if urlsplit(u).netloc == host]
 
 
 def task_rng(seed: int, task_id: str) -> random.Random:

@@ -15,8 +15,9 @@ choices. :func:`read_page` does the same for an archived HTML page:
 
 The format is versioned (:data:`PAGE_TEXT_VERSION`; the tools file that describes it names the
 version and its sha256 goes into run cards). :func:`main_text` is the text of a page's
-``main`` content without links (what a search engine's snippet is cut from). PDF and plain
-text bodies read as :func:`~sgrgym.snapshot.text.body_to_text` reads them.
+``main`` content without links (what a search engine's snippet is cut from);
+:func:`page_targets` lists where a page's links and forms lead (one parse for both). PDF and
+plain text bodies read as :func:`~sgrgym.snapshot.text.body_to_text` reads them.
 """
 
 from __future__ import annotations
@@ -131,14 +132,15 @@ def main_text(body: bytes, content_type: str) -> str:
     return text.strip()
 
 
-def form_submissions(body: bytes, content_type: str, url: str) -> list[str]:
-    """The addresses a page's GET forms lead to: for each drop-down list, each of its choices
-    with every other field as the form holds it (what a person choosing one value and
-    pressing the button would load), in page order."""
+def page_targets(body: bytes, content_type: str, url: str) -> list[str]:
+    """Where a page leads, in page order and once each: the target of every link (made
+    absolute against ``url``), then every address its GET forms lead to (for each drop-down
+    list, each of its choices with every other field as the form holds it: what a person
+    choosing one value and pressing the button would load)."""
     tree = _html_tree(body, content_type) if is_html(content_type) else None
     if tree is None:
         return []
-    found = []
+    found = [urljoin(url, a.get("href")) for a in tree.iter("a") if a.get("href")]
     for form in tree.iter("form"):
         if (form.get("method") or "get").lower() != "get":
             continue

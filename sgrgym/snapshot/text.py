@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import re
 from html import unescape
-from html.parser import HTMLParser
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.I | re.S)
 _CHARSET = re.compile(r"charset=([\w-]+)", re.I)
@@ -41,24 +40,6 @@ def html_title(body: bytes) -> str:
     if not match:
         return ""
     return " ".join(unescape(match.group(1).decode("utf-8", errors="replace")).split())
-
-
-class _Anchors(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = dict(attrs).get("href")
-        if tag == "a" and href:
-            self.hrefs.append(href)
-
-
-def anchor_hrefs(html: str) -> list[str]:
-    """The ``href`` of every link (``<a>``) of an HTML page, as written, in page order."""
-    parser = _Anchors()
-    parser.feed(html)
-    return parser.hrefs
 
 
 def pdf_to_text(body: bytes) -> str:
