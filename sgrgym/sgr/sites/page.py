@@ -55,12 +55,11 @@ def _link(site: SiteModel, state: State, label: str, selected: bool = False) -> 
     return f'<a href="{escape(site.url(state))}">{text}</a>'
 
 
-def _dropdown_param(site: SiteModel, state: State, group: ControlLinks) -> str | None:
-    """The one URL parameter all of a group's choices set on this page (the page number
-    aside), when the group is long enough to be a drop-down list; else None."""
+def _dropdown_param(state: State, group: ControlLinks, paging: set[str]) -> str | None:
+    """The one URL parameter all of a group's choices set on this page (the page number,
+    ``paging``, aside), when the group is long enough to be a drop-down list; else None."""
     if len(group.choices) < FORM_MIN_CHOICES:
         return None
-    paging = _paging(site, state)
     now = {k: v for k, v in state.params if k not in paging}
     changed: set[str] = set()
     for choice in group.choices:
@@ -75,13 +74,17 @@ def _paging(site: SiteModel, state: State) -> set[str]:
     return {c.params[0] for c in site.route_controls(state.path) if c.kind == "page"}
 
 
-def _form(site: SiteModel, state: State, groups: Sequence[tuple[ControlLinks, str]]) -> str:
+def _form(
+    site: SiteModel,
+    state: State,
+    groups: Sequence[tuple[ControlLinks, str]],
+    paging: set[str],
+) -> str:
     """One GET form for the drop-down groups: a ``select`` per group (its choices' values of
     the parameter, "" for the default; the current one selected), the state's other settings
     as hidden fields (not its page: a new selection starts at page 1) and a Show button, as
     a real site's filter form."""
     shown = {param for _, param in groups}
-    paging = _paging(site, state)
     hidden = "".join(
         f'<input type="hidden" name="{escape(k)}" value="{escape(v)}">'
         for k, v in state.params
@@ -138,15 +141,16 @@ def render_page(
     ]
     parts += [f"<p>{escape(p)}</p>" for p in paragraphs]
     dropdowns = []
+    paging = _paging(site, state)
     for group in controls:
-        param = _dropdown_param(site, state, group)
+        param = _dropdown_param(state, group, paging)
         if param is not None:
             dropdowns.append((group, param))
             continue
         links = " ".join(_link(site, c.state, c.label, c.selected) for c in group.choices)
         parts.append(f'<p class="control"><span>{escape(group.label)}:</span> {links}</p>')
     if dropdowns:
-        parts.append(_form(site, state, dropdowns))
+        parts.append(_form(site, state, dropdowns, paging))
     for table in tables:
         head = "".join(
             f'<th data-col="{escape(key)}">{escape(label)}</th>' for key, label in table.columns
