@@ -132,7 +132,7 @@ def belief_candidates(belief: str) -> list[str]:
             shown.append(previous)
         elif _GAP_LINE.match(line):
             phrases = noun_phrases(previous)[:1]
-            gaps.append(" ".join([heading, *phrases]).strip() or heading)
+            gaps.append(" ".join([heading, *phrases]).strip())
     if gaps:
         return [g for g in dict.fromkeys(gaps) if g]
     found: list[str] = []

@@ -154,11 +154,9 @@ def _load_env(
 
     if (corpus is None) != (store is None):
         raise UserError("pass both corpus= and store= paths, or neither (the demo corpus)")
-    if corpus is None or store is None:
-        return make_env(model=embedder, horizon=horizon, queries_per_step=queries_per_step)
     return make_env(
-        corpus_file=Path(corpus),
-        store=Path(store),
+        corpus_file=None if corpus is None else Path(corpus),
+        store=None if store is None else Path(store),
         model=embedder,
         horizon=horizon,
         queries_per_step=queries_per_step,

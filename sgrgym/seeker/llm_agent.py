@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 QUERIES_PROMPT_FILE = PROMPTS_DIR / "queries-v1.json"
 ESTIMATE_PROMPT_FILE = PROMPTS_DIR / "queries-estimate-v1.json"
-DEFAULT_QUERIES = defaults.QUERIES_PER_STEP  # the environment's budget unless told otherwise
 MAX_QUERY_CHARS = 2_000  # as the Gymnasium action space (sgrgym.seeker.gym.MAX_QUERY)
 
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
@@ -67,7 +66,7 @@ class LLMAgentSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    queries_per_step: int = Field(default=DEFAULT_QUERIES, ge=1)
+    queries_per_step: int = Field(default=defaults.QUERIES_PER_STEP, ge=1)  # the env's budget
     estimate: bool = False  # also ask for ĉ each step
     q_hat: float | None = None  # calibrated stopping: stop when ĉ - q̂ >= δ (needs estimate)
     delta: float | None = None
