@@ -167,7 +167,7 @@ def calibrate(
         targets=[],
         notes=list(comparison.notes),
     )
-    agents = {a for a in report.agents}
+    agents = set(report.agents)
     if len(agents) > 1:
         report.notes.append(
             "the runs are of different agents ("

@@ -320,8 +320,9 @@ def _seeker(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     page.figures(items)
 
     page.heading("Cost–completeness frontier (figure 4b)", 3)
-    model_rows = [(run, r) for run in runs for r in run.seeker]
-    model_rows = [(run, r) for run, r in model_rows if r.get("tokens_per_episode") is not None]
+    model_rows = [
+        (run, r) for run in runs for r in run.seeker if r.get("tokens_per_episode") is not None
+    ]
     # the paper's axis is the cost per episode; tokens when a configuration is unpriced or
     # every one is free (a local model)
     costs = [r.get("cost_usd_per_episode") for _, r in model_rows]
@@ -486,6 +487,7 @@ def _baseline(page: ReportPage, runs: Sequence[Run]) -> None:
 
 
 def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
+    from sgrgym.sgr.diagnostics import SOLVED
     from sgrgym.suite.report import figures
 
     runs = [r for r in runs if r.sgr]
@@ -585,7 +587,7 @@ def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
         figures.f1_scatter(points, out / name, f"{run.label}: Item-F1 vs Row-F1")
         items.append((name, f"{run.label}: Item-F1 against Row-F1, one point per task"))
         # shares over failures, as the paper's table 4 and `sgr audit` take them
-        failures = [{c: n for c, n in r["categories"].items() if c != "solved"} for r in run.sgr]
+        failures = [{c: n for c, n in r["categories"].items() if c != SOLVED} for r in run.sgr]
         categories = sorted({c for f in failures for c in f})
         name = f"{FIGURES}/{_safe(run.label)}-sgr-categories.svg"
         figures.stacked_shares(
