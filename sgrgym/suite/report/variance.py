@@ -71,16 +71,13 @@ def decompose(episodes: Sequence[dict[str, Any]]) -> Decomposition:
             "topic": [str(e.get("topic", "")) for e in episodes],
         }
     )
+    levels = {col: frame[col].nunique() for col in ("belief", "agent")}
     notes: list[str] = [
         f"the {col} factor does not vary here (one {col}): it has no row"
-        for col in ("belief", "agent")
-        if len(frame) and frame[col].nunique() == 1
+        for col, n in levels.items()
+        if n == 1
     ]
-    terms = [
-        t
-        for t, col in (("C(belief, Sum)", "belief"), ("C(agent, Sum)", "agent"))
-        if frame[col].nunique() > 1
-    ]
+    terms = [f"C({col}, Sum)" for col, n in levels.items() if n > 1]
     if len(terms) == 2:
         terms.append("C(belief, Sum):C(agent, Sum)")
     if frame["document"].nunique() > 1:
