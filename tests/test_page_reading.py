@@ -11,6 +11,7 @@ from sgrgym.sgr.cli_agents.tools import tools_text
 from sgrgym.sgr.sites.model import State
 from sgrgym.sgr.sites.page import Choice, ControlLinks, render_page
 from sgrgym.snapshot.reading import PAGE_TEXT_VERSION, main_text, page_targets, read_page
+from sgrgym.snapshot.text import search_text
 
 PAGE = b"""<!doctype html><html><head><title>T</title></head><body>
 <header><nav><a href="/">Home</a> | <a href="about">About</a></nav></header>
@@ -79,3 +80,19 @@ def test_site_pages_have_furniture_and_long_groups_become_forms() -> None:
     assert '- Kind [kind]: k0 = "" (selected) | k1 | k2' in text
     few = ControlLinks("Kind", [Choice(f"k{n}", kind(n)) for n in range(3)])
     assert "<select" not in render_page(MODEL, state, "P", "p", controls=[few]).decode()
+
+
+def test_search_text_keeps_the_words_one_line_per_block() -> None:
+    text = search_text(PAGE, "text/html; charset=utf-8")
+    lines = text.splitlines()
+    # A drop-down list's choices and a table's cells never run into each other.
+    assert lines[lines.index("all") : lines.index("all") + 3] == ["all", "Trees", "shrub"]
+    assert "T" not in lines  # the head (title) is not page text: the index keeps it apart
+    row = b"<table><tr><td>S&atilde;o Paulo</td><td>12</td></tr></table>"
+    assert search_text(b"<html><body>" + row + b"</body></html>", "text/html") == "S\xe3o Paulo\n12"
+    junk = b"<body><script>var x = 1;</script><style>p{}</style>one <b>two</b><!-- c --></body>"
+    assert search_text(junk, "text/html") == "one two"
+    assert search_text(b"", "text/html") == "" and search_text(b"  ", "text/html") == ""
+    declared = b'<?xml version="1.0" encoding="utf-8"?><html><body><p>caf\xc3\xa9</p></body></html>'
+    assert search_text(declared, "application/xhtml+xml") == "caf\xe9"
+    assert search_text(b"plain words", "text/plain") == "plain words"

@@ -9,9 +9,11 @@ mime, payload_digest, warc_file, offset, length, capture_time, record_id, locati
 refers_to_uri, refers_to_date (the last two for revisit records, which point to the record
 holding their payload).
 
-``pages`` holds the text of every archived HTML, PDF and plain-text 200 response with a
-DuckDB full-text (BM25) index over title and text. The FTS extension is loaded from the
-pinned ``duckdb-extension-fts`` package: nothing is downloaded.
+``pages`` holds the text of every archived HTML, PDF and plain-text 200 response (an HTML
+page's words as :func:`~sgrgym.snapshot.text.search_text` reads them) with a DuckDB full-text
+(BM25) index over title and text. Both tables are filled by one Arrow bulk insert each. The
+FTS extension is loaded from the pinned ``duckdb-extension-fts`` package: nothing is
+downloaded.
 """
 
 from __future__ import annotations
@@ -25,25 +27,54 @@ from sgrgym.core.hashing import sha256_file
 from sgrgym.core.output import Say
 from sgrgym.core.version import __version__
 from sgrgym.snapshot.pack import CACHE_DIR, Manifest, pack_file
-from sgrgym.snapshot.text import TEXT_MIMES, body_to_text, html_title
+from sgrgym.snapshot.text import TEXT_MIMES, html_title, search_text
 from sgrgym.snapshot.urls import archived_url, body_key, index_key
 from sgrgym.snapshot.warc import ScannedRecord, WarcError, read_response, scan_warc
 
 if TYPE_CHECKING:
     import duckdb
 
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 
-_SCHEMA = """
-CREATE TABLE captures (
-    url VARCHAR, canonical_key VARCHAR, method VARCHAR, body_digest VARCHAR,
-    status INTEGER, mime VARCHAR, payload_digest VARCHAR, warc_file VARCHAR,
-    "offset" BIGINT, length BIGINT, capture_time VARCHAR, record_id VARCHAR, location VARCHAR,
-    warc_type VARCHAR, refers_to_uri VARCHAR, refers_to_date VARCHAR
-);
-CREATE TABLE pages (url VARCHAR, title VARCHAR, text VARCHAR);
-CREATE TABLE meta (key VARCHAR, value VARCHAR);
-"""
+# (name, DuckDB type) of each column, in table order
+CAPTURE_COLUMNS = (
+    ("url", "VARCHAR"), ("canonical_key", "VARCHAR"), ("method", "VARCHAR"),
+    ("body_digest", "VARCHAR"), ("status", "INTEGER"), ("mime", "VARCHAR"),
+    ("payload_digest", "VARCHAR"), ("warc_file", "VARCHAR"), ("offset", "BIGINT"),
+    ("length", "BIGINT"), ("capture_time", "VARCHAR"), ("record_id", "VARCHAR"),
+    ("location", "VARCHAR"), ("warc_type", "VARCHAR"), ("refers_to_uri", "VARCHAR"),
+    ("refers_to_date", "VARCHAR"),
+)  # fmt: skip
+PAGE_COLUMNS = (("url", "VARCHAR"), ("title", "VARCHAR"), ("text", "VARCHAR"))
+_ARROW_TYPES = {"VARCHAR": "string", "INTEGER": "int32", "BIGINT": "int64"}
+
+
+def _create(
+    con: duckdb.DuckDBPyConnection, table: str, columns: tuple[tuple[str, str], ...]
+) -> None:
+    con.execute(f"CREATE TABLE {table} (" + ", ".join(f'"{n}" {t}' for n, t in columns) + ")")
+
+
+def _bulk_insert(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    columns: tuple[tuple[str, str], ...],
+    rows: list[tuple[object, ...]],
+) -> None:
+    """Insert ``rows`` (tuples in column order) into ``table`` as one Arrow table."""
+    import pyarrow as pa
+
+    data = pa.table(
+        {
+            name: pa.array([row[i] for row in rows], type=_ARROW_TYPES[kind])
+            for i, (name, kind) in enumerate(columns)
+        }
+    )
+    con.register("_bulk", data)
+    try:
+        con.execute(f"INSERT INTO {table} SELECT * FROM _bulk")
+    finally:
+        con.unregister("_bulk")
 
 
 def fts_extension() -> Path:
@@ -165,7 +196,7 @@ def _page_rows(
             http = read_response(fd, path, record.offset, record.length)
             content_type = dict((k.lower(), v) for k, v in http.headers).get("content-type", "")
             try:
-                text = body_to_text(http.body, content_type or record.mime)
+                text = search_text(http.body, content_type or record.mime)
             except ValueError as exc:
                 raise WarcError(path, record.offset, str(exc)) from None
             title = html_title(http.body) if "html" in record.mime else ""
@@ -188,11 +219,11 @@ def build_index(
     tmp.unlink(missing_ok=True)
     con = connect(tmp, read_only=False)
     try:
-        con.execute(_SCHEMA)
-        if rows:
-            con.executemany("INSERT INTO captures VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", rows)
-        if pages:
-            con.executemany("INSERT INTO pages VALUES (?,?,?)", pages)
+        _create(con, "captures", CAPTURE_COLUMNS)
+        _create(con, "pages", PAGE_COLUMNS)
+        _create(con, "meta", (("key", "VARCHAR"), ("value", "VARCHAR")))
+        _bulk_insert(con, "captures", CAPTURE_COLUMNS, rows)
+        _bulk_insert(con, "pages", PAGE_COLUMNS, list(pages))
         con.execute("PRAGMA create_fts_index('pages', 'url', 'title', 'text', overwrite=1)")
         meta = {
             "manifest_sha256": manifest_sha256,

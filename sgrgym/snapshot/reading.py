@@ -22,11 +22,13 @@ plain text bodies read as :func:`~sgrgym.snapshot.text.body_to_text` reads them.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import urlencode, urljoin
 
 from sgrgym.snapshot.text import body_to_text, decode_body, is_html
 
 PAGE_TEXT_VERSION = 2
+READ_CACHE_PAGES = 256  # pages whose text read_page keeps (~70 KB each with its body)
 
 
 def _html_tree(body: bytes, content_type: str):  # type: ignore[no-untyped-def]
@@ -91,8 +93,13 @@ def form_lines(form, base_url: str) -> list[str]:  # type: ignore[no-untyped-def
     return lines
 
 
+@lru_cache(maxsize=READ_CACHE_PAGES)
 def read_page(body: bytes, content_type: str, url: str) -> str:
-    """The text of a page as an agent's fetch tool gives it (page text v2)."""
+    """The text of a page as an agent's fetch tool gives it (page text v2).
+
+    A pure function of its arguments, so the last :data:`READ_CACHE_PAGES` pages read in a
+    process are kept: a page fetched again (a site's start page, a table page an agent
+    returns to, the same page in the next task) is not laid out again."""
     if not is_html(content_type):
         return body_to_text(body, content_type)
     from inscriptis import Inscriptis
