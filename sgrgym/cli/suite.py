@@ -64,7 +64,11 @@ def _print_places(places: dict[str, Path]) -> None:
     table.add_column("Where")
     for what, path in places.items():
         table.add_row(what, str(path))
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a log keeps whole paths, however long
+        widest = max((len(w) + len(str(p)) for w, p in places.items()), default=0)
+        console = Console(width=max(80, widest + 7))
+    console.print(table)
 
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
