@@ -4,6 +4,7 @@ record or result caught, a report whose every figure exists and renders."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import random
@@ -289,8 +290,35 @@ def test_report_of_several_runs_side_by_side(small: tuple[Path, Path], tmp_path:
     assert main(["report", str(out), str(second), "--out", str(report)]) == 0
     text = (report / "index.html").read_text()
     assert "clean" in text and "second" in text
+    assert "not over the same task variants" not in text
     for target in _targets(report / "index.html"):
         assert (report / target).is_file(), target
+    # A run over fewer tasks is said to be so, not put beside the others without a word.
+    results = second / "results" / "sgr.json"
+    data = json.loads(results.read_text())
+    data["rows"][0]["overall"]["n"] = 3
+    results.write_text(json.dumps(data))
+    assert main(["report", str(out), str(second), "--out", str(report)]) == 0
+    text = (report / "index.html").read_text()
+    assert "not over the same task variants" in text and "second/oracle: 3" in text
+
+
+def test_a_task_page_reads_as_task_reference_answer_and_comparison(
+    small: tuple[Path, Path],
+) -> None:
+    _, out = small
+    task = json.loads(Path("tasks/sgr/cwe/constraint.jsonl").read_text().splitlines()[0])
+    page = (out / "report" / "tasks" / f"{task['task_id']}.html").read_text(encoding="utf-8")
+    assert 'href="../index.html"' in page  # a way back
+    assert html.escape(task["instruction"]) in page
+    assert "Reference answer" in page and "Answer as given" in page
+    gold = task["oracle_answer"].splitlines()[0].split("|")
+    assert all(f"<td>{html.escape(v)}</td>" in page for v in gold)
+    assert "Compared with the reference" in page and "✓" in page and "✗" in page
+    cells = re.findall(r"<td>([^<]*)</td>", page)
+    assert not {"None", "True", "False"} & set(cells)  # values read as words, not Python
+    markdown = (out / "report" / "tasks" / f"{task['task_id']}.md").read_text(encoding="utf-8")
+    assert "[← back to the report](../report.md)" in markdown
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

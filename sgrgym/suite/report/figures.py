@@ -32,6 +32,7 @@ STYLE: Any = {  # (Any: matplotlib types rc keys as literals)
     "grid.alpha": 0.3,
 }
 BAND = 0.3  # SeekerGym figures 4a and 8: shaded bands of ± 0.3 std across episodes
+LOG_SPAN = 20  # a line chart whose values span more than this factor gets a log y axis
 
 
 def _save(fig: Figure, path: Path) -> Path:
@@ -103,20 +104,55 @@ def heatmap(
         return _save(fig, path)
 
 
+def _styles(labels: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Line styles that stay apart however many series there are: for ``agent/belief``
+    labels, one colour per agent and one dash pattern per belief; else one colour each."""
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    parts = [label.split("/", 1) for label in labels]
+    if all(len(p) == 2 for p in parts):
+        agents = list(dict.fromkeys(p[0] for p in parts))
+        beliefs = list(dict.fromkeys(p[1] for p in parts))
+        dashes = ["-", "--", ":", "-."]
+        return {
+            label: {
+                "color": colours[agents.index(a) % len(colours)],
+                "linestyle": dashes[beliefs.index(b) % len(dashes)],
+            }
+            for label, (a, b) in zip(labels, parts, strict=True)
+        }
+    return {label: {"color": colours[i % len(colours)]} for i, label in enumerate(labels)}
+
+
 def lines(
     series: Mapping[str, Sequence[float | None]], path: Path, title: str, ylabel: str
 ) -> Path:
-    """One line per series over steps (C.4: query diversity, context length per step)."""
+    """One line per series over steps (C.4: query diversity, context length per step). When
+    the values span more than :data:`LOG_SPAN` times, the y axis is logarithmic, so one long
+    series does not flatten the others; the legend sits beside the plot."""
     with plt.rc_context(STYLE):
-        fig, ax = _figure()
+        fig, ax = _figure(7.2, 3.6)
+        styles = _styles(list(series))
+        shown = []
         for label, values in series.items():
             points = [(i, v) for i, v in enumerate(values, start=1) if v is not None]
             if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], marker=".", label=label)
+                ax.plot(
+                    [p[0] for p in points],
+                    [p[1] for p in points],
+                    marker=".",
+                    label=label,
+                    **styles[label],
+                )
+                shown += [p[1] for p in points]
+        positive = [v for v in shown if v > 0]
+        if positive and len(positive) == len(shown) and max(positive) > LOG_SPAN * min(positive):
+            ax.set_yscale("log")
+            ylabel += " (log scale)"
         ax.set_xlabel("step")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.legend(fontsize=6, ncol=2)
+        if shown:
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         return _save(fig, path)
 
 
@@ -185,39 +221,76 @@ def grouped_bars(
     title: str,
     ylabel: str,
 ) -> Path:
-    """Bars per group, one colour per series (SGR figure 3: Item-F1 by agent and family)."""
+    """Bars per group, one colour per series (SGR figure 3: Item-F1 by agent and family). Each
+    bar carries its value, so a 0 is read as 0 and not as a missing bar; a group a series has
+    no task in is marked "n/a"; the legend sits under the plot, clear of the bars."""
     with plt.rc_context(STYLE):
-        fig, ax = _figure(max(6.0, 1.2 * len(groups)), 3.6)
+        fig, ax = _figure(max(6.0, 1.3 * len(groups)), 4.0)
         width = 0.8 / max(len(series), 1)
         for k, (label, values) in enumerate(series.items()):
             xs = [i + k * width for i in range(len(groups))]
-            ax.bar(xs, [0 if v is None else 100 * v for v in values], width, label=label)
+            heights = [0.0 if v is None else 100 * v for v in values]
+            bars = ax.bar(xs, heights, width, label=label)
+            ax.bar_label(
+                bars,
+                labels=["n/a" if v is None else f"{100 * v:.0f}" for v in values],
+                fontsize=6,
+                padding=1,
+            )
         ax.set_xticks(
             [i + 0.4 - width / 2 for i in range(len(groups))],
             labels=list(groups),
             rotation=20,
             ha="right",
         )
-        ax.set_ylim(0, 105)
+        ax.set_ylim(0, 110)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.legend(
+            fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=min(4, len(series))
+        )
         return _save(fig, path)
 
 
 def f1_scatter(points: Mapping[str, Sequence[tuple[float, float]]], path: Path, title: str) -> Path:
-    """Item-F1 against Row-F1 per task, one colour per agent."""
+    """Item-F1 against Row-F1 per task: one small panel per agent on the same axes. Tasks
+    often share a point (0, 0 and 1, 1 above all), so each distinct point is drawn once, its
+    area growing with the number of tasks on it, and that number is written beside it."""
+    agents = list(points) or [""]
     with plt.rc_context(STYLE):
-        fig, ax = _figure(4.0, 3.8)
-        for label, values in points.items():
-            ax.scatter([v[0] for v in values], [v[1] for v in values], s=12, alpha=0.6, label=label)
-        ax.plot([0, 1], [0, 1], color="black", linewidth=0.8)
-        ax.set_xlim(-0.03, 1.03)
-        ax.set_ylim(-0.03, 1.03)
-        ax.set_xlabel("Row-F1")
-        ax.set_ylabel("Item-F1")
-        ax.set_title(title)
-        ax.legend(fontsize=7)
+        fig, axes = plt.subplots(
+            1, len(agents), figsize=(0.6 + 2.5 * len(agents), 3.0), sharey=True, squeeze=False
+        )
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        most = max([1, *(len(v) for v in points.values())])
+        for k, (ax, label) in enumerate(zip(axes[0], agents, strict=True)):
+            counts: dict[tuple[float, float], int] = {}
+            for point in points.get(label, ()):
+                counts[point] = counts.get(point, 0) + 1
+            where = sorted(counts)
+            ax.plot([0, 1], [0, 1], color="black", linewidth=0.6)
+            ax.scatter(
+                [x for x, _ in where],
+                [y for _, y in where],
+                s=[12 + 220 * counts[p] / most for p in where],
+                alpha=0.55,
+                color=colours[k % len(colours)],
+            )
+            for x, y in where:
+                if counts[(x, y)] > 1:
+                    ax.annotate(
+                        str(counts[(x, y)]),
+                        (x, y),
+                        xytext=(6, 4),
+                        textcoords="offset points",
+                        fontsize=7,
+                    )
+            ax.set_xlim(-0.08, 1.12)
+            ax.set_ylim(-0.08, 1.12)
+            ax.set_title(f"{label} ({len(points.get(label, ()))} tasks)", fontsize=8)
+            ax.set_xlabel("Row-F1")
+        axes[0][0].set_ylabel("Item-F1")
+        fig.suptitle(title, y=1.03)
         return _save(fig, path)
 
 

@@ -27,7 +27,7 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sgrgym.core.errors import UserError
 from sgrgym.seeker.records import read_pairs
@@ -45,13 +45,18 @@ from sgrgym.suite.results import (
     read_json_file,
 )
 
+if TYPE_CHECKING:
+    from sgrgym.sgr.tasks import ScoringTask
+
 FIGURES = "figures"
 TASKS = "tasks"
 CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:0.5em 0 1em}td,th{border:1px solid #ccc;padding:2px 6px;
 font-size:13px;text-align:right}td:first-child,th:first-child{text-align:left}
 .row{display:flex;flex-wrap:wrap;gap:1em}.row figure{margin:0}img{max-width:100%}
-figcaption{font-size:12px;color:#555}.note{color:#8a4b00}code{font-size:12px}"""
+figcaption{font-size:12px;color:#555}.note{color:#8a4b00}code{font-size:12px}
+pre{white-space:pre-wrap;background:#f6f6f6;padding:0.5em;font-size:12px}
+table.text td,table.text th{text-align:left}"""
 
 
 def require_report_extra() -> None:
@@ -115,15 +120,28 @@ class ReportPage:
         self.html.append(f"<p{cls}>{html.escape(text)}</p>")
         self.md.append(f"{'> ' if note else ''}{text}\n")
 
-    def table(self, header: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    def table(
+        self, header: Sequence[str], rows: Sequence[Sequence[str]], text: bool = False
+    ) -> None:
+        """A table; ``text``: its cells are words (left-aligned), not figures."""
         head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
         body = "".join(
             "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows
         )
-        self.html.append(f"<table><tr>{head}</tr>{body}</table>")
+        cls = ' class="text"' if text else ""
+        self.html.append(f"<table{cls}><tr>{head}</tr>{body}</table>")
         md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        md += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+        md += [
+            "| " + " | ".join(c.replace("|", "\\|").replace("\n", "<br>") for c in row) + " |"
+            for row in rows
+        ]
         self.md.append("\n".join(md) + "\n")
+
+    def preformatted(self, text: str) -> None:
+        """``text`` as written (an instruction, an agent's raw answer), wrapped, not cut."""
+        self.html.append(f"<pre>{html.escape(text)}</pre>")
+        fence = "````" if "```" in text else "```"
+        self.md.append(f"{fence}\n{text}\n{fence}\n")
 
     def figures(self, items: Sequence[tuple[str, str]]) -> None:
         """(relative SVG path, caption) shown in one row."""
@@ -494,6 +512,14 @@ def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     if not runs:
         return
     page.heading("SGR-Bench")
+    sizes = {f"{run.label}/{r['agent']}": r["overall"].get("n") for run in runs for r in run.sgr}
+    if len(set(sizes.values())) > 1:
+        listed = ", ".join(f"{k}: {n}" for k, n in sizes.items())
+        page.text(
+            f"These rows are not over the same task variants ({listed}): their means are not "
+            "comparable; compare rows with the same number of task variants only.",
+            note=True,
+        )
     page.heading("Main results (table 2 layout)", 3)
     body = []
     for run in runs:
@@ -617,59 +643,163 @@ def _sgr(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
     _task_pages(page, runs, out)
 
 
+def _shown(value: Any) -> str:
+    """A recorded value as a reader reads it: no Python ``None``/``True`` spellings."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (dict, list)):
+        import json
+
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return str(value)
+
+
+def _run_tasks(folder: Path) -> tuple[dict[str, ScoringTask], str]:
+    """The tasks an SGR part was run on, from the task files its run card names, and a note
+    when they cannot be shown (a file missing or changed since the run)."""
+    from sgrgym.core.hashing import sha256_file
+    from sgrgym.sgr.tasks import load_tasks
+
+    card = read_json_file(folder / "run.json", "run card")
+    files = card.get("task_files") or {}
+    changed = [
+        f
+        for f, digest in sorted(files.items())
+        if not Path(f).is_file() or sha256_file(Path(f))[0] != digest
+    ]
+    if changed:
+        return {}, (
+            f"the task file {changed[0]} is missing or changed since the run: the instruction "
+            "and the reference are not shown"
+        )
+    try:
+        return {t.task_id: t for t in load_tasks([Path(f) for f in sorted(files)])}, ""
+    except UserError as exc:
+        return {}, f"the task files cannot be read ({exc}): the instruction is not shown"
+
+
+def _comparison(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> list[list[str]]:
+    """One line per reference row (and per predicted row matching none), each field as
+    ``✓ value`` or ``✗ reference → predicted``, from the scorer's per-row diagnostics."""
+    lines = []
+    for row in rows:
+        if row.get("gold_index") is None:
+            status = "duplicate key" if row.get("duplicate") else "not in the reference"
+        else:
+            status = "matched" if row.get("matched") else "missing from the answer"
+        fields = {f["column"]: f for f in row.get("fields", [])}
+        cells = []
+        for column in [*columns, *(c for c in fields if c not in columns)]:
+            f = fields.get(column)
+            if f is None:
+                cells.append("")
+            elif f.get("correct"):
+                cells.append(f"✓ {_shown(f.get('pred'))}")
+            else:
+                cells.append(f"✗ {_shown(f.get('gold'))} → {_shown(f.get('pred'))}")
+        key = " | ".join(_shown(k) for k in row.get("key", []))
+        lines.append([key, status, *cells])
+    return lines
+
+
 def _task_pages(page: ReportPage, runs: Sequence[Run], out: Path) -> None:
-    from sgrgym.sgr.records import TrajectoryRecord, read_trajectories
+    """One page per task: the task as the agents were given it and its reference, then per
+    run and agent the scores, the answer as given, a per-field comparison with the reference
+    and the trajectory; every page links back to the report."""
+    from sgrgym.sgr.records import TrajectoryRecord, read_answers, read_trajectories
     from sgrgym.suite.layout import sgr_part
 
-    tasks: dict[str, list[tuple[str, str, TrajectoryRecord, dict[str, Any]]]] = {}
+    tasks: dict[str, list[tuple[str, str, TrajectoryRecord, dict[str, Any], str | None]]] = {}
+    known: dict[str, ScoringTask] = {}
+    notes: list[str] = []
     for run in runs:
         for r in run.sgr:
             folder = run.path / sgr_part(r["agent"])
             scores = {
                 t["task_id"]: t for t in read_json_file(folder / "scores.json", "scores")["tasks"]
             }
+            answers = {a.task_id: a.answer for a in read_answers(folder / "answers.jsonl")}
+            found, note = _run_tasks(folder)
+            known.update(found)
+            if note and note not in notes:
+                notes.append(note)
             for t in read_trajectories(folder / "trajectories.jsonl"):
                 tasks.setdefault(t.task_id, []).append(
-                    (run.label, r["agent"], t, scores.get(t.task_id, {}))
+                    (run.label, r["agent"], t, scores.get(t.task_id, {}), answers.get(t.task_id))
                 )
     links = []
     for task_id, entries in sorted(tasks.items()):
         sub = ReportPage(f"SGR task {task_id}")
-        for label, agent, trajectory, score in entries:
+        sub.raw(
+            f"<p>{sub.link('../index.html', '← back to the report')}</p>",
+            "[← back to the report](../report.md)\n",
+        )
+        task = known.get(task_id)
+        columns: Sequence[str] = task.columns if task else ()
+        if task is not None:
+            sub.heading("Task")
+            sub.text(
+                f"{task.variant} variant, domain {task.domain}, {len(task.gold_rows)} reference "
+                f"row(s); row key: {', '.join(task.key_names)}"
+            )
+            sub.preformatted(task.task.instruction)
+            sub.heading("Reference answer", 3)
+            sub.table(list(task.columns), [list(row) for row in task.gold_rows], text=True)
+        for label, agent, trajectory, score, answer in entries:
             sub.heading(f"{label} / {agent}")
             sub.text(
                 f"Item-F1 {_pct(score.get('item_f1'))}, Row-F1 {_pct(score.get('row_f1'))}, "
                 f"P.O.A. {_pct(score.get('poa'))}; ended by {trajectory.ended_by}; "
-                f"category: {trajectory.category}"
+                f"category: {trajectory.category}; {trajectory.tool_calls} tool call(s)"
             )
+            sub.heading("Answer as given", 3)
+            if answer is None:
+                sub.text("no answer (the episode ended without one)", note=True)
+            else:
+                sub.preformatted(answer)
+            rows = score.get("rows") or []
+            if rows:
+                sub.heading("Compared with the reference (canonical values)", 3)
+                width = max(len(columns), *(len(r.get("fields", [])) for r in rows))
+                header = [*columns, *(f"extra {i}" for i in range(1, width - len(columns) + 1))]
+                sub.table(["Row key", "Row", *header], _comparison(rows, columns), text=True)
             steps = trajectory.steps
+            sub.heading("Trajectory", 3)
             sub.table(
                 ["Step", "Tool", "Arguments", "State reached", "Match", "Status"],
                 [
                     [
-                        str(s.get("step")),
-                        str(s.get("tool")),
-                        "; ".join(f"{k}={v}" for k, v in sorted(s.get("args", {}).items()))[:160],
-                        str(s.get("state", "")),
-                        str(s.get("match", "")),
-                        str(s.get("status", "")),
+                        _shown(s.get("step")),
+                        _shown(s.get("tool")),
+                        "; ".join(f"{k}={v}" for k, v in sorted(s.get("args", {}).items())),
+                        _shown(s.get("state") or None),
+                        _shown(s.get("match") or None),
+                        _shown(s.get("status") or None),
                     ]
                     for s in steps
                 ],
+                text=True,
             )
             reached = sorted(
                 {s["state"] for s in steps if s.get("state") and s.get("status") == 200}
             )
             sub.text("reached states: " + (", ".join(reached) if reached else "none"))
-            diagnostics = trajectory.diagnostics
             sub.table(
-                ["Diagnostic", "Value"], [[k, str(v)] for k, v in sorted(diagnostics.items())]
+                ["Diagnostic", "Value"],
+                [[k, _shown(v)] for k, v in sorted(trajectory.diagnostics.items())],
+                text=True,
             )
         name = f"{TASKS}/{_safe(task_id)}"
         (out / f"{name}.html").write_text(sub.render_html(), encoding="utf-8")
         (out / f"{name}.md").write_text(sub.render_md(), encoding="utf-8")
         links.append((name, task_id))
-    page.heading("Per-task pages (trajectory and reached states)", 3)
+    page.heading("Per-task pages (task, reference, answers compared, trajectories)", 3)
+    for note in notes:
+        page.text(note, note=True)
     page.raw(
         "<p>" + " ".join(page.link(f"{n}.html", t) for n, t in links) + "</p>",
         " ".join(f"[{t}]({n}.md)" for n, t in links) + "\n",
