@@ -62,6 +62,23 @@ def test_a_bad_value_is_refused_while_parsing(
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
 
 
+# A flag means one thing everywhere: what was spelled another way elsewhere says where it went.
+RENAMED: list[tuple[list[str], str]] = [
+    (["seeker", "calibrate", "--seeds", "3"], "--seeds: the estimator seeds per split are --estim"),
+    (["seeker", "run", "--model", "minilm-l6-onnx"], "the embedding model is --embedder"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), RENAMED, ids=[" ".join(v[0]) for v in RENAMED])
+def test_a_flag_used_with_another_meaning_is_refused(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 # [section] key = value of a `sgrgym run` config, and the message's key words
 CONFIGS: list[tuple[str, str]] = [
     ("[calibration]\nalpha = nan\n", "calibration.alpha: Input should be a finite number"),

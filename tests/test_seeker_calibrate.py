@@ -737,7 +737,7 @@ def test_cli_calibrate_json_and_outputs(tiny, tmp_path: Path, capsys) -> None:  
     text = capsys.readouterr().out
     assert code == 0 and "inf ± nan" in text and "Calibrated stopping" not in text
     assert main([*common, "--estimator", "llm"]) == 2
-    assert "--llm-model" in capsys.readouterr().err
+    assert "--model NAME" in capsys.readouterr().err
 
 
 @needs_model
@@ -776,7 +776,7 @@ def test_cli_llm_estimator_records_then_replays(tiny, tmp_path: Path, capsys) ->
             url,
             "--llm-cache",
             str(cache),
-            "--seeds",
+            "--estimator-seeds",
             "2",
             "--temperature",
             "0.5",

@@ -382,7 +382,7 @@ def test_calibrated_stopping_uses_the_estimate_of_the_same_reply(
         assert main([*other[:-2], "--out", str(tmp_path / "bad2"), "--llm-estimate"]) == 2
     err = capsys.readouterr().err
     assert "calibrated stopping needs both --stop-q-hat Q and --stop-delta D" in err
-    assert "--llm-model, --llm-estimate: only for --agent llm" in err
+    assert "--model, --llm-estimate: only for --agent llm" in err
     assert {b["seed"] for b in handler.received} == {7}
     summary = json.loads((tmp_path / "stop" / "summary.json").read_text())
     card = json.loads((tmp_path / "stop" / "run.json").read_text())

@@ -27,6 +27,10 @@ from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
 
+# The chat model is --model, as in `sgr run` and `llm serve`; --llm-model is its older spelling.
+# The embedding model is --embedder.
+CHAT_MODEL_FLAGS = ("--model", "--llm-model")
+
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
     from sgrgym.seeker.embed import Embedder
@@ -195,13 +199,13 @@ def cmd_build_store(args: argparse.Namespace) -> int:
     from sgrgym.seeker.store import DEFAULT_THETA, PassageRow, build_store
 
     corpus = load_pinned_corpus(args.corpus_file or corpus_path(args.corpus), None, False)
-    embedder = _embedder(args.model, None)
+    embedder = _embedder(args.embedder, None)
     rows = [
         PassageRow(d.id, p.id, " > ".join(p.section), p.order, p.text)
         for d in corpus.documents
         for p in d.passages
     ]
-    out = args.out or store_path(args.corpus, args.model)
+    out = args.out or store_path(args.corpus, args.embedder)
     manifest = build_store(
         out,
         corpus.name,
@@ -221,11 +225,12 @@ def cmd_build_store(args: argparse.Namespace) -> int:
 
 def cmd_check_store(args: argparse.Namespace) -> int:
     env = _env(args)
+    env.store.verify()  # every row of the LanceDB table and of the rows file
     manifest = env.store.manifest
     selection = manifest.theta_selection
     evidence = f"θ evidence sha256 {selection.sha256[:16]}…" if selection else "θ not selected"
     print(
-        f"{args.store or store_path(args.corpus, args.model)}: {manifest.rows} passages of "
+        f"{args.store or store_path(args.corpus, args.embedder)}: {manifest.rows} passages of "
         f"{manifest.corpus} match the corpus and {manifest.model_id}; θ = {manifest.theta} "
         f"({evidence})"
     )
@@ -243,11 +248,11 @@ def _env(
         args.corpus,
         corpus_file=args.corpus_file,
         store=args.store,
-        model=args.model,
+        model=args.embedder,
         theta=theta,
         horizon=args.steps,
         queries_per_step=getattr(args, "queries_per_step", QUERIES_PER_STEP),
-        embedder=embedder or _embedder(args.model, args.query_cache),
+        embedder=embedder or _embedder(args.embedder, args.query_cache),
     )
 
 
@@ -286,14 +291,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         AgentSetup(
             per_step=args.queries_per_step,
             render=render,
-            embedder=args.model,
-            load_embedder=lambda: _embedder(args.model, args.query_cache),
+            embedder=args.embedder,
+            load_embedder=lambda: _embedder(args.embedder, args.query_cache),
             llm=lambda: _llm_options(args),
         ),
     )
     if not isinstance(agent, RecordingAgent):
         llm_only = {
-            "--llm-model": args.llm_model,
+            "--model": args.llm_model,
             "--llm-estimate": args.llm_estimate,
             "--stop-q-hat": args.stop_q_hat,
             "--stop-delta": args.stop_delta,
@@ -301,7 +306,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         }
         given = [flag for flag, value in llm_only.items() if value not in (None, False)]
         if given:
-            raise UserError(f"{', '.join(given)}: only for --agent llm (the agent is {args.agent})")
+            hint = "; the embedding model is --embedder" if args.llm_model else ""
+            raise UserError(
+                f"{', '.join(given)}: only for --agent llm (the agent is {args.agent}){hint}"
+            )
         env = _env(args, args.theta)
     else:  # its query vectors are recorded beside its model calls: a replay embeds nothing
         try:
@@ -388,11 +396,11 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
     from sgrgym.seeker.theta import pin_theta, select_theta, write_evidence
 
     env = _env(args)
-    store_dir = args.store or store_path(args.corpus, args.model)
+    store_dir = args.store or store_path(args.corpus, args.embedder)
     evidence = select_theta(
         env.corpus,
         env.store,
-        _embedder(args.model, args.query_cache),
+        _embedder(args.embedder, args.query_cache),
         grid=args.grid,
         agent=args.agent,
         belief=args.belief,
@@ -460,6 +468,14 @@ def cmd_select_theta(args: argparse.Namespace) -> int:
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from sgrgym.core.errors import UserError
+
+    if args.renamed_seeds is not None:
+        raise UserError(
+            "--seeds: the estimator seeds per split are --estimator-seeds here "
+            "(--seeds counts episodes per document in `seeker run` and `sgrgym run`)"
+        )
+
     from sgrgym.seeker.calibrate import (
         CalibrateOptions,
         calibration_folder,
@@ -478,8 +494,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             llm = LLMEstimatorOptions(**chat.model_dump(), prompt=args.prompt)
         options = CalibrateOptions(
             corpus_file=args.corpus_file or corpus_path(args.corpus),
-            store_dir=args.store or store_path(args.corpus, args.model),
-            model=args.model,
+            store_dir=args.store or store_path(args.corpus, args.embedder),
+            model=args.embedder,
             query_cache=args.query_cache,
             estimators=tuple(args.estimator),
             alpha=args.alpha,
@@ -529,7 +545,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 def _common(parser: argparse.ArgumentParser, out_required: bool = True) -> None:
     parser.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     parser.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
-    parser.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
+    parser.add_argument(
+        "--embedder",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help="embedding model (default: %(default)s)",
+    )
     parser.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
     parser.add_argument(
         "--query-cache", type=Path, metavar="FILE", help="persistent query-vector cache (SQLite)"
@@ -686,7 +707,12 @@ def add_commands(areas: Areas) -> None:
     )
     store.add_argument("--corpus", default=DEMO)
     store.add_argument("--corpus-file", type=Path, metavar="FILE")
-    store.add_argument("--model", default=DEFAULT_MODEL)
+    store.add_argument(
+        "--embedder",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help="embedding model (default: %(default)s)",
+    )
     store.add_argument(
         "--theta", type=THETA, help="θ pinned with the store (default: 0.65, paper section 2.2)"
     )
@@ -697,13 +723,14 @@ def add_commands(areas: Areas) -> None:
     check = cmds.add_parser(
         "check-store",
         help="check a passage store against its corpus, model and pins",
-        description="Open the passage store (vectors and θ evidence checked against its "
-        "manifest), check that the built corpus and the embedding model are the ones it was "
-        "built with. Exit 2 naming the file on any mismatch.",
+        description="Verify the whole passage store (every row of its LanceDB table and of "
+        "the rows file episodes read, and the θ evidence, against its manifest), check that "
+        "the built corpus and the embedding model are the ones it was built with. Exit 2 "
+        "naming the file on any mismatch.",
     )
     for flag, default, text in (
         ("--corpus", DEMO, "corpus (default: demo)"),
-        ("--model", DEFAULT_MODEL, "embedder (default: %(default)s)"),
+        ("--embedder", DEFAULT_MODEL, "embedding model (default: %(default)s)"),
     ):
         check.add_argument(flag, default=default, help=text)
     check.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
@@ -718,7 +745,7 @@ def add_commands(areas: Areas) -> None:
     )
     _common(run)
     run.add_argument("--theta", type=THETA, help="override the store's θ")
-    llm_run = add_llm_options(run)
+    llm_run = add_llm_options(run, model_flags=CHAT_MODEL_FLAGS)
     llm_run.add_argument(
         "--llm-estimate",
         action="store_true",
@@ -787,7 +814,12 @@ def add_commands(areas: Areas) -> None:
     )
     calibrate.add_argument("--corpus", default=DEMO, help="corpus (default: demo = djangodocs)")
     calibrate.add_argument("--corpus-file", type=Path, metavar="FILE", help="corpus JSONL path")
-    calibrate.add_argument("--model", default=DEFAULT_MODEL, help="embedder (default: %(default)s)")
+    calibrate.add_argument(
+        "--embedder",
+        default=DEFAULT_MODEL,
+        metavar="NAME",
+        help="embedding model (default: %(default)s)",
+    )
     calibrate.add_argument("--store", type=Path, metavar="DIR", help="passage store folder")
     calibrate.add_argument(
         "--query-cache",
@@ -802,7 +834,9 @@ def add_commands(areas: Areas) -> None:
         default=["constant", "abstract-coverage", "visible-count"],
         help="constant | abstract-coverage | visible-count | llm (default: the three offline ones)",
     )
-    llm = add_llm_options(calibrate, leave_out=("--llm-seed", "--prices", "--jobs"))
+    llm = add_llm_options(
+        calibrate, model_flags=CHAT_MODEL_FLAGS, leave_out=("--llm-seed", "--prices", "--jobs")
+    )
     llm.add_argument(
         "--prompt",
         type=Path,
@@ -843,7 +877,15 @@ def add_commands(areas: Areas) -> None:
     calibrate.add_argument(
         "--splits", type=whole_number(1, 1_000), default=3, help="random splits (3)"
     )
-    calibrate.add_argument("--seeds", type=SEEDS, default=10, help="estimator seeds per split (10)")
+    calibrate.add_argument(
+        "--estimator-seeds",
+        dest="seeds",
+        type=SEEDS,
+        default=10,
+        metavar="N",
+        help="estimator seeds per split (10)",
+    )
+    calibrate.add_argument("--seeds", dest="renamed_seeds", help=argparse.SUPPRESS)
     calibrate.add_argument(
         "--stop-delta",
         type=UNIT,

@@ -174,7 +174,7 @@ class ChatClient(Closing):
         sleep: Callable[[float], None] | None = None,
     ) -> None:
         if not model:
-            raise UserError("the chat client needs a model name (--llm-model)")
+            raise UserError("the chat client needs a model name (--model)")
         self.model = model
         self.base_url = base_url.rstrip("/")
         self.post = RecordedPost(

@@ -132,7 +132,7 @@ def llm_options(args: argparse.Namespace, what: str = "--agent llm") -> LLMOptio
 
     model = getattr(args, "llm_model", None)
     if not model:
-        raise UserError(f"{what} needs a model: --llm-model NAME (local:NAME for llm serve)")
+        raise UserError(f"{what} needs a model: --model NAME (local:NAME for llm serve)")
     base_url = resolve_base_url(model, args.base_url)
     if not base_url:
         raise UserError(f"{what} needs --base-url URL (an OpenAI-compatible API)")

@@ -219,7 +219,7 @@ def _llm(setup: AgentSetup) -> SeekerAgent:
 
     if setup.llm is None or setup.render is None or setup.load_embedder is None:
         raise UserError(
-            "the llm agent needs a chat model: `sgrgym seeker run --agent llm --llm-model NAME "
+            "the llm agent needs a chat model: `sgrgym seeker run --agent llm --model NAME "
             "--base-url URL --llm-cache FILE`; `sgrgym run` runs it from an [llm] table in "
             "--config (model, base_url, cache, mode; see README)"
         )

@@ -505,7 +505,7 @@ def _llm(setup: EstimatorSetup) -> CompletenessEstimator:
     options = setup.llm
     if options is None:
         raise UserError(
-            "the llm estimator needs a chat model from the LLM layer: pass --llm-model, "
+            "the llm estimator needs a chat model from the LLM layer: pass --model, "
             "--base-url and --llm-cache (in Python: LLMEstimator(ChatClient(...)))"
         )
     template = COMPLETENESS_PROMPT if options.prompt is None else load_prompt(options.prompt)

@@ -90,7 +90,7 @@ def _llm(setup: AgentSetup) -> Agent:
 
     if setup.llm is None:
         raise UserError(
-            "the llm agent needs a chat model: `sgrgym sgr run --agent llm --llm-model NAME "
+            "the llm agent needs a chat model: `sgrgym sgr run --agent llm --model NAME "
             "--base-url URL --llm-cache FILE`; `sgrgym run` runs it from an [llm] table in "
             "--config (model, base_url, cache, mode; see README)"
         )
