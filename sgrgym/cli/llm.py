@@ -15,6 +15,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from sgrgym.core.argtypes import SEED, port_number, positive_int
+from sgrgym.core.home import home_path
 
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
@@ -227,7 +228,7 @@ def add_commands(areas: Areas) -> None:
         "folder",
         nargs="?",
         type=Path,
-        default=Path("baselines/qwen2.5-coder-0.5b"),
+        default=home_path("baselines/qwen2.5-coder-0.5b"),
         metavar="DIR",
         help="baseline folder (default: %(default)s)",
     )

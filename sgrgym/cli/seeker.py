@@ -23,6 +23,7 @@ from sgrgym.core.argtypes import (
     whole_number,
 )
 from sgrgym.core.defaults import QUERIES_PER_STEP
+from sgrgym.core.home import home_path
 from sgrgym.core.output import progress, progress_bar, write_json
 from sgrgym.llm.options import add_llm_options
 from sgrgym.seeker.paths import DEFAULT_MODEL, DEMO, corpus_path, store_path
@@ -672,7 +673,7 @@ def add_commands(areas: Areas) -> None:
     model.add_argument(
         "--models-dir",
         type=Path,
-        default=Path("embeddings/models"),
+        default=home_path("embeddings/models"),
         help="folder of the models manifest (default: %(default)s)",
     )
     model.add_argument("--force", action="store_true", help="rebuild even if the files match")

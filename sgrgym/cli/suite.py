@@ -107,8 +107,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_setup(args: argparse.Namespace) -> int:
+    from sgrgym.core.home import home
+    from sgrgym.core.output import progress
+    from sgrgym.suite.setup import run_setup
+
+    run_setup((args.home or home()).resolve(), progress)
+    return 0
+
+
 def add_commands(areas: Areas) -> None:
-    """Register ``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report``."""
+    """Register ``sgrgym run``, ``sgrgym verify-run``, ``sgrgym report`` and ``sgrgym setup``."""
     run = areas.add_parser(
         "run",
         help="the main job: both benchmarks, calibration and the report, one run folder",
@@ -168,3 +177,18 @@ def add_commands(areas: Areas) -> None:
         "--out", type=Path, metavar="DIR", help="report folder (default: DIR/report for one run)"
     )
     report.set_defaults(handler=cmd_report)
+
+    setup = areas.add_parser(
+        "setup",
+        help="fill the data home with the pins and build every artifact (model, corpus, pack)",
+        description="Make the data home ready: copy the pins this sgrgym ships (task files, "
+        "manifests, the committed passage store and baseline) where they are missing, then "
+        "build the embedding model, the SeekerGym demo corpus and the SGR demo pack and check "
+        "the passage store, each against its pin (a finished step is checked, not redone). The "
+        "data home is SGRGYM_HOME, else the checkout sgrgym runs from, else "
+        "~/.local/share/sgrgym; every command reads its default paths there.",
+    )
+    setup.add_argument(
+        "--home", type=Path, metavar="DIR", help="the data home (default: as described above)"
+    )
+    setup.set_defaults(handler=cmd_setup)

@@ -37,6 +37,7 @@ from typing import Any
 from sgrgym.core.artifacts import Artifact, fetch
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json
+from sgrgym.core.home import home_path
 from sgrgym.core.output import write_json
 from sgrgym.seeker.corpus import (
     Corpus,
@@ -68,7 +69,7 @@ DJANGO_SDIST = Artifact(
     bytes=11306257,
 )
 CORPUS_NAME = "djangodocs"
-DEFAULT_MANIFEST = Path("tasks/seeker/djangodocs/manifest.json")
+DEFAULT_MANIFEST = home_path("tasks/seeker/djangodocs/manifest.json")
 DOCS_PREFIX = f"django-{DJANGO_SDIST.version}/docs/"
 SKIP_DIRS = frozenset({"releases", "_theme", "_ext", "man"})
 SKIP_PAGES = frozenset({"requirements", "contents", "index"})  # top-level build/toc files

@@ -38,6 +38,7 @@ from sgrgym.core import defaults
 from sgrgym.core.closing import Closing
 from sgrgym.core.errors import PinError, ReplayMiss, UserError
 from sgrgym.core.hashing import sha256_bytes
+from sgrgym.core.home import home_path
 from sgrgym.core.inputs import existing_file
 
 # onnxruntime writes telemetry files under the home directory on import unless this is set.
@@ -46,7 +47,7 @@ os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 FloatMatrix = npt.NDArray[np.float32]
 
 MINILM_NAME = defaults.EMBEDDER
-DEFAULT_MODELS_DIR = Path("embeddings/models")
+DEFAULT_MODELS_DIR = home_path("embeddings/models")
 MODELS_MANIFEST = "manifest.json"
 EXPORT_COMMAND = "sgrgym seeker build-model"
 OPENAI_PREFIX = "openai:"

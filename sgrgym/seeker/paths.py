@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgrgym.core import defaults
+from sgrgym.core.home import home_path
 
 DEMO = "demo"
 DEMO_CORPUS = "djangodocs"
@@ -17,9 +18,9 @@ DEFAULT_THETA = (
 
 def corpus_path(name: str) -> Path:
     """Where a named corpus is built (its text is never committed)."""
-    return Path("tasks/seeker") / (DEMO_CORPUS if name == DEMO else name) / "corpus.jsonl"
+    return home_path("tasks/seeker") / (DEMO_CORPUS if name == DEMO else name) / "corpus.jsonl"
 
 
 def store_path(corpus: str, model: str) -> Path:
     name = DEMO_CORPUS if corpus == DEMO else corpus
-    return Path("embeddings") / f"{name}__{model.replace(':', '-')}"
+    return home_path("embeddings") / f"{name}__{model.replace(':', '-')}"

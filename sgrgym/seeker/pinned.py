@@ -13,13 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sgrgym.core.errors import PinError
+from sgrgym.core.home import home_path
 from sgrgym.seeker.corpus import Corpus, corpus_sha256, load_corpus
 from sgrgym.seeker.store import MANIFEST, load_store_manifest
 
 # Built corpora with a committed manifest of content hashes: corpus file -> manifest.
 PINNED_CORPORA = {
-    Path("tasks/seeker/djangodocs/corpus.jsonl"): Path("tasks/seeker/djangodocs/manifest.json"),
-    Path("tasks/seeker/pydocs/corpus.jsonl"): Path("tasks/seeker/pydocs/manifest.json"),
+    home_path(f"tasks/seeker/{name}/corpus.jsonl"): home_path(f"tasks/seeker/{name}/manifest.json")
+    for name in ("djangodocs", "pydocs")
 }
 
 

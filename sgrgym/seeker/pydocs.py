@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_json
+from sgrgym.core.home import home_path
 from sgrgym.core.inputs import field_problem
 from sgrgym.core.output import write_json
 from sgrgym.seeker.corpus import (
@@ -69,7 +70,7 @@ Regroup = Callable[[dict[str, list[Document]]], dict[str, list[Document]]]
 PACKAGE = "python3.11-doc"
 PINNED_VERSION = "3.11.2-6+deb12u9"
 DEFAULT_DOC_ROOT = Path("/usr/share/doc/python3.11/html")
-DEFAULT_MANIFEST = Path("tasks/seeker/pydocs/manifest.json")
+DEFAULT_MANIFEST = home_path("tasks/seeker/pydocs/manifest.json")
 CORPUS_NAME = "pydocs"
 MANIFEST_FORMAT = 1
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.home import locate
 from sgrgym.runs.folder import COMPLETE
 from sgrgym.sgr.score import ScoreReport, load_predictions, score_tasks
 from sgrgym.sgr.tasks import load_tasks
@@ -60,7 +61,7 @@ def _task_files(run_dir: Path, recorded: Mapping[str, object]) -> list[Path]:
     """The run's task files, found as recorded or next to the run folder, sha256-checked."""
     files = []
     for name, digest in recorded.items():
-        candidates = [Path(name), run_dir / name, run_dir.parent / name]
+        candidates = [locate(name), run_dir / name, run_dir.parent / name]
         path = next((c for c in candidates if c.is_file()), None)
         if path is None:
             raise UserError(

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sgrgym.core import defaults
+from sgrgym.core.home import home_path
 
 if TYPE_CHECKING:
     from sgrgym.sgr.env import Budget, SgrEnv
@@ -34,7 +35,7 @@ def load_tasks(
     return read_task_files(files, row_keys, strict=strict)
 
 
-DEFAULT_TASKS_DIR = Path("tasks/sgr")
+DEFAULT_TASKS_DIR = home_path("tasks/sgr")
 
 
 def demo_task_files(root: Path = DEFAULT_TASKS_DIR) -> list[Path]:

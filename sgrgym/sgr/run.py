@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel
 
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.home import recorded
 from sgrgym.core.output import Progress
 from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
@@ -94,7 +95,7 @@ def run_card(
         seed=seed,
         budget=env.budget,
         current_date=env.current_date,
-        task_files={str(p): sha256_file(p)[0] for p in task_files},
+        task_files={recorded(p): sha256_file(p)[0] for p in task_files},
         task_ids=None if task_ids is None else list(task_ids),
         prompt_sha256=template_sha256(),
         rendered_sites=env.renderer.card() if env.renderer else {},

@@ -15,10 +15,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sgrgym.core.errors import PinError, UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.home import home_path
 from sgrgym.core.inputs import field_problem, read_bytes, read_text
 from sgrgym.core.io import write_atomic
 
-DEMO_TASKS_DIR = Path("tasks/sgr")
+DEMO_TASKS_DIR = home_path("tasks/sgr")
 PINS = "manifest.json"
 UPDATE = "sgrgym sgr tasks --update-pin"
 

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes, sha256_file
+from sgrgym.core.home import home_path
 from sgrgym.core.io import write_atomic
 from sgrgym.core.version import __version__
 from sgrgym.snapshot.urls import RULES_VERSION, CanonRules
@@ -104,8 +105,10 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def resolve_pack(spec: str | Path, root: str | Path = "snapshots") -> Path:
-    """A pack folder from a path, or from a pack name under ``root``; clear error otherwise."""
+def resolve_pack(spec: str | Path, root: str | Path | None = None) -> Path:
+    """A pack folder from a path, or from a pack name under ``root`` (default: the data
+    home's ``snapshots/``); clear error otherwise."""
+    root = home_path("snapshots") if root is None else root
     path = Path(spec)
     if (path / MANIFEST).is_file():
         return path

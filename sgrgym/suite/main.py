@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_bytes
+from sgrgym.core.home import home_path
 from sgrgym.core.io import write_atomic
 from sgrgym.core.output import Progress, progress
 from sgrgym.runs.environment import file_hashes
@@ -178,7 +179,7 @@ def _manifests(seeker: _Seeker | None, sgr: _Sgr | None) -> dict[str, dict[str, 
         files["pack manifest"] = sgr.env.snapshot.pack_dir / "manifest.json"
         for path in sgr.world.files:
             files[f"task file {path}"] = path
-        task_manifest = Path("tasks/sgr/manifest.json")
+        task_manifest = home_path("tasks/sgr/manifest.json")
         if task_manifest.is_file():
             files["task manifest"] = task_manifest
     hashes = file_hashes(files)
@@ -368,7 +369,8 @@ def _run_baseline(out: Path, config: RunConfig, run_command: RunCommand) -> None
 
     from sgrgym.suite.baseline import ReplayStatus, load, replay, replay_status
 
-    folder = config.baseline.folder
+    folder = config.baseline.folder  # a relative folder is read in the data home
+    folder = folder if folder.is_absolute() else home_path(folder)
     target, marker = out / BASELINE, out / BASELINE / REPLAY_JSON
     if marker.is_file():
         return  # replayed and compared before this run was resumed

@@ -22,6 +22,7 @@ from typing import Any
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
+from sgrgym.core.home import locate
 from sgrgym.runs.folder import COMPLETE
 from sgrgym.suite.results import compute, load_card, read_json_file
 
@@ -203,7 +204,7 @@ def _sgr(folder: Path) -> list[str]:
     problems = []
     files = []
     for name, digest in sorted(card["task_files"].items()):
-        path = Path(name)
+        path = locate(name)
         if not path.is_file() or sha256_file(path)[0] != digest:
             problems.append(f"{path}: task file of {folder} is missing or changed")
         files.append(path)

@@ -662,6 +662,7 @@ def _run_tasks(folder: Path) -> tuple[dict[str, ScoringTask], str]:
     """The tasks an SGR part was run on, from the task files its run card names, and a note
     when they cannot be shown (a file missing or changed since the run)."""
     from sgrgym.core.hashing import sha256_file
+    from sgrgym.core.home import locate
     from sgrgym.sgr.tasks import load_tasks
 
     card = read_json_file(folder / "run.json", "run card")
@@ -669,7 +670,7 @@ def _run_tasks(folder: Path) -> tuple[dict[str, ScoringTask], str]:
     changed = [
         f
         for f, digest in sorted(files.items())
-        if not Path(f).is_file() or sha256_file(Path(f))[0] != digest
+        if not locate(f).is_file() or sha256_file(locate(f))[0] != digest
     ]
     if changed:
         return {}, (
@@ -677,7 +678,7 @@ def _run_tasks(folder: Path) -> tuple[dict[str, ScoringTask], str]:
             "and the reference are not shown"
         )
     try:
-        return {t.task_id: t for t in load_tasks([Path(f) for f in sorted(files)])}, ""
+        return {t.task_id: t for t in load_tasks([locate(f) for f in sorted(files)])}, ""
     except UserError as exc:
         return {}, f"the task files cannot be read ({exc}): the instruction is not shown"
 
