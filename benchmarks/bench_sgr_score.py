@@ -15,6 +15,12 @@ Prints the median seconds of each and their ratio. Usage:
 [--write DIR]`` (``--legacy-share`` writes that share of the tasks with a published legacy
 rubric instead, so the default canonicalization with its per-column kind inference is timed;
 ``--write`` also writes the task and prediction files, for timing the CLI as a whole).
+
+``--cli [N ...]`` times the command line instead: for each N (default 30,000 and 100,000
+pairs) it writes the files (under ``--write DIR/N``, or a temporary folder), runs
+``sgrgym sgr score --tasks ... --predictions ... --json --out ...`` (stdout discarded) and
+prints its wall time and peak memory (max RSS), then the memory per pair between the smallest
+and the largest N: (RSS at the largest - RSS at the smallest) / (difference in pairs).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -134,6 +142,91 @@ def naive_scores(records: list[dict[str, Any]], answers: dict[str, str]) -> floa
     return total / len(records)
 
 
+def make_set(
+    pairs: int, seed: int, legacy_share: float
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The synthetic tasks and their answers (the same for the same arguments)."""
+    rng = random.Random(seed)
+    records = [make_record(rng, n) for n in range(pairs)]
+    answers = {r["task_id"]: make_prediction(rng, r) for r in records}
+    pick = random.Random(seed + 1)  # its own stream: the default run is unchanged
+    records = [to_legacy(r) if pick.random() < legacy_share else r for r in records]
+    return records, answers
+
+
+def write_set(folder: Path, records: list[dict[str, Any]], answers: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder / "tasks.jsonl").open("w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+    with (folder / "predictions.jsonl").open("w") as f:
+        f.writelines(json.dumps({"task_id": k, "answer": v}) + "\n" for k, v in answers.items())
+
+
+# Runs the command given as its arguments, stdout discarded, and prints its wall seconds, its
+# max RSS (from RUSAGE_CHILDREN) and its exit code. The command is started from this small
+# process, not from the benchmark: a child's max RSS counts the memory of the process it was
+# forked from, and the benchmark holds every generated pair.
+_LAUNCHER = """
+import resource, subprocess, sys, time
+start = time.perf_counter()
+code = subprocess.call(sys.argv[1:], stdout=subprocess.DEVNULL)
+wall = time.perf_counter() - start
+print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)
+"""
+
+
+def run_cli(folder: Path) -> tuple[float, float, int]:
+    """(wall seconds, max RSS in KiB, exit code) of ``sgrgym sgr score`` on ``folder``."""
+    command = [
+        sys.executable,
+        "-m",
+        "sgrgym",
+        "sgr",
+        "score",
+        "--tasks",
+        str(folder / "tasks.jsonl"),
+        "--predictions",
+        str(folder / "predictions.jsonl"),
+        "--json",
+        "--out",
+        str(folder / "out.json"),
+    ]
+    launched = subprocess.run(
+        [sys.executable, "-c", _LAUNCHER, *command], capture_output=True, text=True, check=True
+    )
+    wall, rss, code = launched.stdout.split()
+    scale = 1024 if sys.platform == "darwin" else 1  # ru_maxrss is in bytes on macOS
+    return float(wall), int(rss) / scale, int(code)
+
+
+def cli_main(args: argparse.Namespace) -> int:
+    sizes = sorted(set(args.cli))
+    with tempfile.TemporaryDirectory(prefix="bench-sgr-score-") as scratch:
+        root = args.write or Path(scratch)
+        measured: list[tuple[int, float]] = []
+        for pairs in sizes:
+            folder = root / str(pairs)
+            write_set(folder, *make_set(pairs, args.seed, args.legacy_share))
+            wall, rss, code = run_cli(folder)
+            report = (folder / "out.json").stat().st_size if code == 0 else 0
+            print(
+                f"{pairs:>8,} pairs: {wall:7.1f} s  max RSS {rss / 1024:8.1f} MiB  "
+                f"exit {code}  report {report / 1e6:.0f} MB",
+                flush=True,
+            )
+            if code != 0:
+                return 1
+            measured.append((pairs, rss))
+            if not args.write:
+                for name in ("tasks.jsonl", "predictions.jsonl", "out.json"):
+                    (folder / name).unlink()
+    if len(measured) > 1:
+        (low, low_rss), (high, high_rss) = measured[0], measured[-1]
+        slope = (high_rss - low_rss) / (high - low)
+        print(f"memory per pair ({low:,} -> {high:,}): {slope:.2f} KiB/pair (goal: <= 5)")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--pairs", type=int, default=1100)
@@ -147,19 +240,21 @@ def main() -> int:
         help="share of tasks written with a legacy rubric (default 0)",
     )
     parser.add_argument("--write", type=Path, help="also write tasks.jsonl / predictions.jsonl")
+    parser.add_argument(
+        "--cli",
+        type=int,
+        nargs="*",
+        metavar="N",
+        help="time `sgrgym sgr score` on N pairs each (default 30000 100000): wall, max RSS",
+    )
     args = parser.parse_args()
+    if args.cli is not None:
+        args.cli = args.cli or [30_000, 100_000]
+        return cli_main(args)
 
-    rng = random.Random(args.seed)
-    records = [make_record(rng, n) for n in range(args.pairs)]
-    answers = {r["task_id"]: make_prediction(rng, r) for r in records}
-    pick = random.Random(args.seed + 1)  # its own stream: the default run is unchanged
-    records = [to_legacy(r) if pick.random() < args.legacy_share else r for r in records]
+    records, answers = make_set(args.pairs, args.seed, args.legacy_share)
     if args.write:
-        args.write.mkdir(parents=True, exist_ok=True)
-        with (args.write / "tasks.jsonl").open("w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in records)
-        with (args.write / "predictions.jsonl").open("w") as f:
-            f.writelines(json.dumps({"task_id": k, "answer": v}) + "\n" for k, v in answers.items())
+        write_set(args.write, records, answers)
 
     base_times, our_times = [], []
     for _ in range(args.rounds):

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sgrgym.cli.options import add_budget_options, open_world_of
 from sgrgym.core import defaults
 from sgrgym.core.argtypes import SEED, iso_date, number_in, output_file, positive_int
+from sgrgym.core.home import home_path
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
     DEFAULT_TASKS_DIR,
@@ -31,23 +32,28 @@ def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
 
 
 def cmd_sgr_score(args: argparse.Namespace) -> int:
-    from sgrgym.sgr.families import load_families
-    from sgrgym.sgr.score import load_predictions, score_tasks
+    from sgrgym.sgr.score_stream import COMPACT, INDENTED, score_files
     from sgrgym.sgr.score_table import render_report
 
-    tasks = load_tasks(args.tasks, _row_keys(args), strict=args.strict)
-    families = load_families(args.families)
-    answers = load_predictions(args.predictions)
-    report = score_tasks(tasks, answers, families)
-    if args.out is not None:
-        write_json(report.model_dump_json(indent=2), args.out)
-    if args.json:
-        write_json(report.model_dump_json(), None)
-    else:
-        print(render_report(report, Path(args.predictions).name, per_task=args.per_task))
-        warned = sum(len(t.warnings) for t in tasks)
-        if warned:
-            print(f"Task file warnings ({warned}): listed by sgrgym sgr tasks")
+    layouts = ([INDENTED] if args.out is not None else []) + ([COMPACT] if args.json else [])
+    with score_files(
+        args.tasks,
+        args.predictions,
+        row_keys=_row_keys(args),
+        strict=args.strict,
+        families=args.families,
+        layouts=layouts,
+        folder=None if args.out is None else args.out.parent,
+    ) as scored:
+        if args.out is not None:
+            scored.write_json(args.out, INDENTED)
+        if args.json:
+            scored.write_json(None, COMPACT)
+        else:
+            label = Path(args.predictions).name
+            print(render_report(scored.report, label, per_task=args.per_task, tasks=scored.tasks))
+            if scored.warnings:
+                print(f"Task file warnings ({scored.warnings}): listed by sgrgym sgr tasks")
     return 0
 
 
@@ -181,7 +187,7 @@ def cmd_sgr_build_packs(args: argparse.Namespace) -> int:
 
     tasks = load_tasks(args.tasks or demo_task_files())
     apps = [load_site(name) for name in args.sites or sorted(SITES)]
-    pin = args.pin or Path("snapshots") / args.pack / "manifest.json"  # the committed pin
+    pin = args.pin or home_path("snapshots") / args.pack / "manifest.json"  # the committed pin
     result = build_pack(args.out / args.pack, apps, tasks, args.update_pin, progress, pin)
     states = ", ".join(f"{site} {n}" for site, n in sorted(result.states.items()))
     action = (
@@ -554,7 +560,12 @@ def add_commands(areas: Areas) -> None:
         "the pinned manifest.json.",
     )
     build.add_argument("--pack", default="demo", help="pack name (default: demo)")
-    build.add_argument("--out", type=Path, default=Path("snapshots"), help="packs folder")
+    build.add_argument(
+        "--out",
+        type=Path,
+        default=home_path("snapshots"),
+        help="packs folder (default: the data home's snapshots/)",
+    )
     build.add_argument("--sites", nargs="+", metavar="SITE", help="default: every site")
     build.add_argument(
         "--tasks",

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel
 
+from sgrgym.core.blocklines import jsonl_lines_blockwise
 from sgrgym.core.errors import UserError
-from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, read_text, shorten
+from sgrgym.core.inputs import BadJson, json_value, read_text, shorten
 from sgrgym.sgr.canon import clean_text
 from sgrgym.sgr.families import load_families, paper_families
 from sgrgym.sgr.metrics import f1, pairwise_order_accuracy
@@ -223,7 +225,39 @@ def cardinality_bin(rows: int) -> str:
     raise ValueError(f"negative row count {rows}")
 
 
-def _group(scores: Sequence[TaskScore]) -> GroupScore:
+class ScoredTask(Protocol):
+    """What the aggregates and the per-task table read of a task's score: a :class:`TaskScore`
+    or a summary of one without its row diagnostics."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def variant(self) -> str: ...
+    @property
+    def domain(self) -> str: ...
+    @property
+    def cardinality(self) -> int: ...
+    @property
+    def item_f1(self) -> float: ...
+    @property
+    def row_f1(self) -> float: ...
+    @property
+    def poa(self) -> float: ...
+    @property
+    def parse_failure(self) -> bool: ...
+    @property
+    def missing(self) -> bool: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def n_pred_rows(self) -> int: ...
+    @property
+    def canonicalization(self) -> str: ...
+    @property
+    def flags(self) -> Sequence[str]: ...
+
+
+def _group(scores: Sequence[ScoredTask]) -> GroupScore:
     n = len(scores)
     if n == 0:
         return GroupScore(item_f1=None, row_f1=None, poa=None, n=0)
@@ -239,16 +273,13 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def aggregate(
-    scores: Sequence[TaskScore],
+def summarize(
+    scores: Sequence[ScoredTask],
     unknown_predictions: Iterable[str] = (),
     families: Mapping[str, str] | None = None,
 ) -> ScoreReport:
-    """Build the report: per-variant, per-domain, per-family and per-cardinality means, Overall.
-
-    ``families`` maps domains to source families (default: the shipped map); a domain with
-    no family is listed in ``unmapped_domains`` and left out of ``by_family``.
-    """
+    """The report :func:`aggregate` builds, with ``tasks`` left empty: every mean, breakdown
+    and id list, from the tasks' scores without their row diagnostics."""
     families = load_families() if families is None else families
     domains = sorted({s.domain for s in scores})
     present = {families[d] for d in domains if d in families}
@@ -271,13 +302,27 @@ def aggregate(
             for name, _, _ in CARDINALITY_BINS
         },
         canonicalization=dict(sorted(modes.items())),
-        tasks=list(scores),
+        tasks=[],
         missing=[s.task_id for s in scores if s.missing],
         parse_failures=[s.task_id for s in scores if s.parse_failure],
         multiple_tables=[s.task_id for s in scores if MULTIPLE_TABLES in s.flags],
         unmapped_domains=[d for d in domains if d not in families],
         unknown_predictions=sorted(unknown_predictions),
     )
+
+
+def aggregate(
+    scores: Sequence[TaskScore],
+    unknown_predictions: Iterable[str] = (),
+    families: Mapping[str, str] | None = None,
+) -> ScoreReport:
+    """Build the report: per-variant, per-domain, per-family and per-cardinality means, Overall.
+
+    ``families`` maps domains to source families (default: the shipped map); a domain with
+    no family is listed in ``unmapped_domains`` and left out of ``by_family``.
+    """
+    report = summarize(scores, unknown_predictions, families)
+    return report.model_copy(update={"tasks": list(scores)})
 
 
 def score_tasks(
@@ -307,7 +352,7 @@ def load_predictions(path: str | Path) -> dict[str, str | None]:
         return answers
     answers = {}
     lines: dict[str, int] = {}
-    for number, line in jsonl_lines(path, "predictions file"):
+    for number, line in jsonl_lines_blockwise(path, "predictions file"):
         where = f"{path}:{number}"
         try:
             record = json_value(line)

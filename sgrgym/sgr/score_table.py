@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sgrgym.core.table import format_table, percent
-from sgrgym.sgr.score import CARDINALITY_BINS, GroupScore, ScoreReport
+from sgrgym.sgr.score import CARDINALITY_BINS, GroupScore, ScoredTask, ScoreReport
 
 _METRICS = ("Row-F1", "Item-F1", "P.O.A.")
 
@@ -86,8 +86,17 @@ def _modes(report: ScoreReport) -> str:
     return ", ".join(f"{mode} {n}" for mode, n in report.canonicalization.items()) or "none"
 
 
-def render_report(report: ScoreReport, label: str, per_task: bool = False) -> str:
-    """Main table (CG / GO / Overall, metrics in percent), breakdowns, then flagged tasks."""
+def render_report(
+    report: ScoreReport,
+    label: str,
+    per_task: bool = False,
+    tasks: Sequence[ScoredTask] | None = None,
+) -> str:
+    """Main table (CG / GO / Overall, metrics in percent), breakdowns, then flagged tasks.
+
+    ``tasks``: the per-task lines' scores when the report holds none (default:
+    ``report.tasks``).
+    """
     cg, go = report.by_variant["CG"], report.by_variant["GO"]
     parts = [
         f"SGR-Bench scores: {report.overall.n} task variants ({cg.n} CG, {go.n} GO); "
@@ -118,7 +127,7 @@ def render_report(report: ScoreReport, label: str, per_task: bool = False) -> st
                 "missing" if t.missing else ("parse failure" if t.parse_failure else t.format),
                 ", ".join(t.flags),
             ]
-            for t in report.tasks
+            for t in (report.tasks if tasks is None else tasks)
         ]
         parts += [
             "",

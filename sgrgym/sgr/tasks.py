@@ -38,7 +38,7 @@ otherwise loading fails, because a duplicated reference key would silently merge
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,8 +52,9 @@ from pydantic import (
     field_validator,
 )
 
+from sgrgym.core.blocklines import jsonl_lines_blockwise
 from sgrgym.core.errors import TaskFileError, UserError
-from sgrgym.core.inputs import BadJson, json_value, jsonl_lines, read_json, shorten
+from sgrgym.core.inputs import BadJson, json_value, read_json, shorten
 from sgrgym.sgr.canon import FieldCanon
 from sgrgym.sgr.default_canon import DefaultCanon, column_canons
 from sgrgym.sgr.parse import _is_header, is_none_answer, split_records
@@ -452,27 +453,29 @@ def load_row_keys(path: str | Path) -> dict[str, list[str]]:
 
 def _read_records(path: Path) -> Iterable[tuple[int, Any, str | None]]:
     """Yield (line number, decoded JSON or None, error) for each non-blank line."""
-    for number, line in jsonl_lines(path, "task file", allow_empty=True):
+    for number, line in jsonl_lines_blockwise(path, "task file", allow_empty=True):
         try:
             yield number, json_value(line), None
         except BadJson as exc:
             yield number, None, str(exc)
 
 
-def load_tasks(
+def iter_tasks(
     paths: Sequence[str | Path],
+    problems: list[str],
     row_keys: dict[str, list[str]] | None = None,
     strict: bool = False,
-) -> list[ScoringTask]:
-    """Load and validate task files; raise :class:`TaskFileError` listing every problem.
+) -> Iterator[ScoringTask]:
+    """Yield each valid task as its line is read, appending every problem to ``problems``.
 
-    ``strict``: legacy rubrics are compared with the text rules only (no default
-    canonicalization); typed rubrics are unaffected.
+    The checks and messages of :func:`load_tasks`, which is this generator run to the end:
+    a caller must treat the tasks as loaded only when ``problems`` is still empty then (a
+    later line can be a duplicate of an earlier one, or a ``--row-keys`` id never seen). Only
+    the task ids seen (and the ``--row-keys`` ids matched) are held between lines.
     """
     row_keys = dict(row_keys or {})
-    problems: list[str] = []
-    tasks: list[ScoringTask] = []
     where: dict[str, str] = {}
+    named: set[str] = set()  # --row-keys ids that name a task id or a built task's CG twin
     for path in map(Path, paths):
         count = 0
         for number, record, error in _read_records(path):
@@ -508,17 +511,36 @@ def load_tasks(
                 )
                 continue
             where[task.task_id] = f"{path}:{number}"
+            if task.task_id in row_keys:
+                named.add(task.task_id)
             override = row_keys.get(task.task_id, row_keys.get(task.pair_id))
             try:
-                tasks.append(_build(task, str(path), number, override, strict))
+                built = _build(task, str(path), number, override, strict)
             except ValueError as exc:
                 problems.append(f"{prefix}: field {exc}")
+                continue
+            if task.pair_id in row_keys:
+                named.add(task.pair_id)
+            yield built
         if count == 0:
             problems.append(f"{path}: no task records (empty file)")
-    known = set(where) | {t.task.pair_id for t in tasks}
-    unknown = sorted(k for k in row_keys if k not in known)
+    unknown = sorted(k for k in row_keys if k not in named)
     if unknown:
         problems.append(f"--row-keys names task ids not in the task files: {shorten(str(unknown))}")
+
+
+def load_tasks(
+    paths: Sequence[str | Path],
+    row_keys: dict[str, list[str]] | None = None,
+    strict: bool = False,
+) -> list[ScoringTask]:
+    """Load and validate task files; raise :class:`TaskFileError` listing every problem.
+
+    ``strict``: legacy rubrics are compared with the text rules only (no default
+    canonicalization); typed rubrics are unaffected.
+    """
+    problems: list[str] = []
+    tasks = list(iter_tasks(paths, problems, row_keys, strict))
     if problems:
         raise TaskFileError(problems)
     return tasks
