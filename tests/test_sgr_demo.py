@@ -137,7 +137,9 @@ def test_rendering_reproduces_every_archived_page(
 ) -> None:
     """Rendering and archive are the same function of the state, byte for byte."""
     snapshot, env = _world(demo[0])
-    assert env.renderer is not None and set(env.renderer.apps) == set(SITES)
+    assert env.renderer is not None and set(env.renderer.entries) == set(SITES)
+    before = env.renderer.card()  # made without loading any app
+    assert env.renderer.loaded() == []
     urls = snapshot.urls()
     assert len(urls) == len(set(urls)) > 1000  # every archived page of the demo pack
     for url in urls:
@@ -146,7 +148,9 @@ def test_rendering_reproduces_every_archived_page(
         archived = snapshot.fetch(url)
         status, _, body = env.renderer.respond(model.name, url)
         assert (status, body) == (archived.status, archived.body), url
+    assert env.renderer.loaded() == sorted(SITES)
     card = env.renderer.card()
+    assert card == before  # the loaded apps describe themselves as the card did without them
     assert card["elements"].data_files == {"elements.db": sha256_file(database_path())[0]}
     assert set(card["places"].data_files) == set(DATA_FILES)
 

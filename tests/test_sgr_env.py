@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from sgrgym.sgr.render import load_renderer
 from sgrgym.sgr.run import run_card, run_tasks
 from sgrgym.sgr.score import score_answer
 from sgrgym.sgr.simulator import PLAIN_404, Simulator
+from sgrgym.sgr.sites.app import SITES
 from sgrgym.sgr.sites.build import build_pack
 from sgrgym.sgr.sites.model import Op, SiteError, State, site_models
 from sgrgym.sgr.sites.page import extract_tables
@@ -195,6 +197,84 @@ def test_a_renderer_that_differs_from_the_pack_is_refused(
     changed.model = MODEL.model_copy(update={"source": "made up, version 2"})
     with pytest.raises(UserError, match=r"not the one the pack was built with.*source"):
         load_renderer(Snapshot.open(toy_pack[0]), [changed])
+
+
+@contextmanager
+def registered_toy(spec: str) -> Iterator[None]:
+    """The toy site in the replica-site registry (``spec``: module[:factory]), as the task
+    sites are: a renderer then loads it itself, on first use."""
+    SITES.register("toy", spec)
+    try:
+        yield
+    finally:
+        SITES.unregister("toy")
+
+
+def test_an_app_is_loaded_when_its_site_is_first_rendered(
+    toy_pack: tuple[Path, list[ScoringTask]],
+) -> None:
+    snapshot = Snapshot.open(toy_pack[0])
+    with registered_toy("toy_site"):
+        renderer = load_renderer(snapshot)
+        assert renderer.handles("toy") and renderer.loaded() == []
+        card = renderer.card()  # the run card needs no app
+        assert renderer.loaded() == []
+        assert card["toy"].source == MODEL.source and card["toy"].data_files == {}
+        env = SgrEnv(snapshot, site_models(snapshot.manifest.sites), Budget(), renderer=renderer)
+        assert env.fetch("http://toy.sgrgym.test/plants").status == 200  # archived
+        assert env.search("plant register") and renderer.loaded() == []
+        north = env.fetch("http://toy.sgrgym.test/plants?zone=north")
+        assert north.status == 200 and env.sim.trajectory[-1].match == "rendered"
+        assert renderer.loaded() == ["toy"]
+        assert renderer.card() == card
+
+
+class _RendersNorth:
+    """An agent whose first page is one the pack does not hold (rendered by the app)."""
+
+    name = "renders-north"
+
+    def act(self, env: SgrEnv, obs: TaskObservation) -> str:
+        env.fetch("http://toy.sgrgym.test/plants")
+        env.fetch("http://toy.sgrgym.test/plants?zone=north")
+        return ""
+
+
+@pytest.mark.parametrize(
+    ("factory", "message"),
+    [
+        (
+            "changed_home",
+            r"site toy: the installed app renders http://toy\.sgrgym\.test/ differently from "
+            r"the archived page \(the site code changed\); install the versions",
+        ),
+        (
+            "changed_source",
+            r"site toy: the installed site app is not the one the pack was built with "
+            r"\(source: pack 'made up for tests', installed 'made up, version 2'\)",
+        ),
+    ],
+)
+def test_a_changed_app_is_refused_when_first_used(
+    toy_pack: tuple[Path, list[ScoringTask]], tmp_path: Path, factory: str, message: str
+) -> None:
+    pack, tasks = toy_pack
+    snapshot = Snapshot.open(pack)
+    with registered_toy(f"toy_site:{factory}"):
+        renderer = load_renderer(snapshot)  # nothing loaded yet, so nothing refused yet
+        env = SgrEnv(snapshot, site_models(snapshot.manifest.sites), Budget(), renderer=renderer)
+        assert env.fetch("http://toy.sgrgym.test/").status == 200  # archived pages are served
+        with pytest.raises(UserError, match=message):
+            env.fetch("http://toy.sgrgym.test/plants?zone=north")
+        assert renderer.loaded() == []  # a refused app is never used
+        with pytest.raises(UserError, match=message):
+            renderer.respond("toy", "http://toy.sgrgym.test/plants?kind=herb&zone=north")
+        # In a run, the refusal stops the run with its message; the episode is not recorded.
+        agent = _RendersNorth()
+        env = SgrEnv(snapshot, env.sites, Budget(), renderer=load_renderer(snapshot))
+        with pytest.raises(UserError, match=message):
+            run_tasks(env, agent, tasks, tmp_path / "run", run_card(env, agent, 0, []))
+        assert not (tmp_path / "run" / "answers.jsonl").exists()
 
 
 def test_oracle_scores_one_and_baselines_lower(
@@ -455,5 +535,10 @@ def test_make_env_with_no_argument_is_the_demo_pack(monkeypatch: pytest.MonkeyPa
     world = open_world()
     try:
         assert len(world.tasks) == 60 and set(world.references) <= {t.task_id for t in world.tasks}
+        renderer = world.env.renderer
+        assert renderer is not None and renderer.loaded() == []  # no site app loaded to open it
+        page = world.env.fetch("http://elements.sgrgym.test/nowhere")  # not archived: rendered
+        assert page.status == 404 and world.env.sim.trajectory[-1].match == "rendered"
+        assert renderer.loaded() == ["elements"]  # only the app of the site rendered
     finally:
         world.env.snapshot.close()

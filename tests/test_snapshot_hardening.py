@@ -427,8 +427,9 @@ def test_build_elsewhere_is_checked_against_the_committed_pin(
     with pytest.raises(UserError, match="differs from its pinned manifest"):
         build_pack(tmp_path / "other" / "toy", [ToySite()], tasks[:1], pin=pin)
     assert not (tmp_path / "other" / "toy" / MANIFEST).exists()
-    # The command: --out elsewhere, no committed pin under ./snapshots -> refused, exit 2.
+    # The command: --out elsewhere, no committed pin in the data home's snapshots/ -> refused.
     monkeypatch.chdir(tmp_path / "new")
+    monkeypatch.setenv("SGRGYM_HOME", str(tmp_path / "new"))
     code = main(
         [
             "sgr",

@@ -104,6 +104,29 @@ class ToySite(SiteApp):
             yield MODEL.state("/plants", {"kind": kind})
 
 
+def make_app() -> ToySite:
+    """The toy site as the replica-site registry loads a site (``SITES``: ``toy_site``)."""
+    return ToySite()
+
+
+class ChangedHome(ToySite):
+    """The toy site after a code change: its start page no longer comes out as archived."""
+
+    def _home(self, state: State) -> bytes:
+        return super()._home(state).replace(b"six plants", b"seven plants")
+
+
+def changed_home() -> ToySite:
+    return ChangedHome()
+
+
+def changed_source() -> ToySite:
+    """The toy site over other data: its model names another source."""
+    app = ToySite()
+    app.model = MODEL.model_copy(update={"source": "made up, version 2"})
+    return app
+
+
 def toy_task(
     task_id: str, answer: str, path: list[dict[str, Any]], **answer_spec: Any
 ) -> dict[str, Any]:

@@ -11,9 +11,11 @@ Two runs with the same card ran the same code on the same inputs; a folder whose
 
 from __future__ import annotations
 
+import email
 import platform
 import subprocess
 from collections.abc import Mapping
+from email.message import Message
 from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
@@ -53,13 +55,26 @@ def git_commit(root: Path = _PACKAGE_ROOT) -> str | None:
     return commit if done.returncode == 0 and len(commit) == 40 else None
 
 
+def _headers(dist: metadata.Distribution) -> Message:
+    """The header fields of a distribution's metadata file, as ``dist.metadata`` reads them
+    (the same file, the same parser), without parsing the long description after them."""
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    head = []
+    for line in text.splitlines(keepends=True):
+        if not line.strip("\r\n"):  # the blank line that ends the header fields
+            break
+        head.append(line)
+    return email.message_from_string("".join(head))
+
+
 def installed_packages() -> dict[str, str]:
     """Every installed distribution (lower-case name -> version), sorted by name."""
     found: dict[str, str] = {}
     for dist in metadata.distributions():
-        name = dist.metadata["Name"]
+        fields = _headers(dist)
+        name = fields["Name"]
         if name:
-            found.setdefault(str(name).lower(), dist.version)
+            found.setdefault(str(name).lower(), fields["Version"])
     return dict(sorted(found.items()))
 
 

@@ -20,17 +20,21 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from sgrgym.sgr.simulator import Simulator
 from sgrgym.sgr.sites.page import extract_tables
-from sgrgym.snapshot.index import connect
+from sgrgym.snapshot.index import connect, fts_extension
 from sgrgym.snapshot.reading import main_text
 from sgrgym.snapshot.search import WORD, SearchHit, ranked_hits
 from sgrgym.snapshot.text import html_title
+
+if TYPE_CHECKING:
+    import duckdb
 
 
 @dataclass(frozen=True)
@@ -63,34 +67,57 @@ def web_documents(sim: Simulator) -> list[WebDocument]:
 
 
 class WebSearch:
-    """A BM25 index over :func:`web_documents`; one instance serves many threads."""
+    """A BM25 index over web documents (:func:`web_documents`); one instance serves many
+    threads. The documents and their index are made when first needed, so that opening an
+    environment does not pay for a search engine its agent may never query."""
 
-    def __init__(self, documents: list[WebDocument]) -> None:
-        self.documents = documents
+    def __init__(self, documents: list[WebDocument] | Callable[[], list[WebDocument]]) -> None:
+        self._make = documents if callable(documents) else None
+        self._documents = None if callable(documents) else documents
         self._lock = threading.Lock()
-        self._con = connect(Path(":memory:"), read_only=False)
-        self._con.execute("CREATE TABLE docs (url VARCHAR, title VARCHAR, text VARCHAR)")
-        self._con.executemany(
-            "INSERT INTO docs VALUES (?, ?, ?)", [(d.url, d.title, d.text) for d in documents]
-        )
-        self._con.execute(
-            "PRAGMA create_fts_index('docs', 'url', 'title', 'text', "
-            "stemmer = 'porter', stopwords = 'english', overwrite = 1)"
-        )
+        self._con: duckdb.DuckDBPyConnection | None = None
+        fts_extension()  # a DuckDB without the pinned FTS extension is refused now, not later
 
     @classmethod
     def for_simulator(cls, sim: Simulator) -> WebSearch:
-        return cls(web_documents(sim))
+        """The search engine over ``sim``'s pages (read when it is first searched)."""
+        return cls(lambda: web_documents(sim))
+
+    @property
+    def documents(self) -> list[WebDocument]:
+        with self._lock:
+            return self._read()
+
+    def _read(self) -> list[WebDocument]:
+        if self._documents is None:
+            assert self._make is not None
+            self._documents = self._make()
+        return self._documents
+
+    def _index(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            con = connect(Path(":memory:"), read_only=False, fts=True)
+            con.execute("CREATE TABLE docs (url VARCHAR, title VARCHAR, text VARCHAR)")
+            rows = [(d.url, d.title, d.text) for d in self._read()]
+            con.executemany("INSERT INTO docs VALUES (?, ?, ?)", rows)
+            con.execute(
+                "PRAGMA create_fts_index('docs', 'url', 'title', 'text', "
+                "stemmer = 'porter', stopwords = 'english', overwrite = 1)"
+            )
+            self._con = con
+        return self._con
 
     def search(self, query: str, limit: int = 10) -> list[SearchHit]:
         """Ranked pages for ``query``: BM25 score descending, then URL."""
         if not WORD.search(query) or limit < 1:
             return []
         with self._lock:
-            return ranked_hits(self._con, "docs", query, limit)
+            return ranked_hits(self._index(), "docs", query, limit)
 
     def close(self) -> None:
-        self._con.close()
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
 
 
 def first_rank(hits: list[SearchHit], host: str) -> int | None:

@@ -93,8 +93,10 @@ def fts_extension() -> Path:
     return path
 
 
-def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the FTS extension loaded and extension downloads off."""
+def connect(path: Path, read_only: bool = True, fts: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with extension downloads off; ``fts``: with the pinned FTS
+    extension loaded (for building or querying a full-text index; replay needs none, and
+    loading it costs tens of milliseconds a connection)."""
     import duckdb
 
     con = duckdb.connect(
@@ -102,7 +104,8 @@ def connect(path: Path, read_only: bool = True) -> duckdb.DuckDBPyConnection:
         read_only=read_only,
         config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
     )
-    con.execute(f"LOAD '{fts_extension()}'")
+    if fts:
+        con.execute(f"LOAD '{fts_extension()}'")
     return con
 
 
@@ -217,7 +220,7 @@ def build_index(
     pages = _page_rows(pack_dir, texts)
     tmp = target.with_name(target.name + ".tmp")
     tmp.unlink(missing_ok=True)
-    con = connect(tmp, read_only=False)
+    con = connect(tmp, read_only=False, fts=True)
     try:
         _create(con, "captures", CAPTURE_COLUMNS)
         _create(con, "pages", PAGE_COLUMNS)

@@ -39,7 +39,7 @@ def search(snapshot: Snapshot, query: str, limit: int = 10) -> list[SearchHit]:
     """Ranked pages for ``query``: BM25 score descending, then URL, so ties never reorder."""
     if not WORD.search(query):
         return []
-    con = connect(index_path(snapshot.pack_dir, snapshot.pin))
+    con = connect(index_path(snapshot.pack_dir, snapshot.pin), fts=True)
     try:
         return ranked_hits(con, "pages", query, limit)
     finally:

@@ -124,6 +124,10 @@ class CliAgent:
             poll_s=options.poll_s,
             egress=egress,
         )
+        if env.renderer is not None:
+            # Each session's server loads only the apps it renders; an app the pack was not
+            # built with is refused here, once, before any session rather than inside one.
+            env.renderer.load_all()
         env.snapshot.close()
         env.close()
         with egress or nullcontext():

@@ -18,9 +18,9 @@ import importlib
 import importlib.metadata
 import importlib.util
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import ClassVar, TypeVar, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 from urllib.parse import urlsplit
 
 from sgrgym.core.errors import UserError
@@ -84,6 +84,9 @@ NO_RESULTS_TEXT = (
 
 T = TypeVar("T")
 
+if TYPE_CHECKING:
+    from http.server import BaseHTTPRequestHandler
+
 __all__ = [
     "DISTRACTOR_SITES",
     "SITES",
@@ -94,6 +97,7 @@ __all__ = [
     "package_file",
     "package_source",
     "replica_model",
+    "site_data_files",
 ]
 
 
@@ -246,6 +250,8 @@ class SiteApp(abc.ABC):
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         """An HTTP handler class serving this site (origin-form or proxy-style requests)."""
+        from http.server import BaseHTTPRequestHandler
+
         app = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -319,8 +325,8 @@ def package_source(package: str) -> str:
     return f"{package} {importlib.metadata.version(package)}"
 
 
-def load_site(name: str) -> SiteApp:
-    """The replica site ``name`` with its data loaded (clear error if a package is missing)."""
+def _site_module(name: str) -> tuple[ModuleType, str]:
+    """The module of the replica site ``name`` and the name of its app factory."""
     module_name, _, factory = SITES.get(name).partition(":")
     try:
         module = importlib.import_module(module_name)
@@ -329,5 +335,20 @@ def load_site(name: str) -> SiteApp:
             f"site {name} needs the package {exc.name!r}: pip install -c constraints.txt "
             '-e ".[sites]"'
         ) from None
-    app: SiteApp = getattr(module, factory or "make_app")()
+    return module, factory or "make_app"
+
+
+def load_site(name: str) -> SiteApp:
+    """The replica site ``name`` with its data loaded (clear error if a package is missing)."""
+    module, factory = _site_module(name)
+    app: SiteApp = getattr(module, factory)()
     return app
+
+
+def site_data_files(name: str) -> list[Path]:
+    """The data files the replica site ``name`` reads (:meth:`SiteApp.data_files`), located
+    without loading its data: its module's ``data_files()`` (none for a module without one,
+    such as the distractor sites' generated text)."""
+    module, _ = _site_module(name)
+    locate: Callable[[], list[Path]] | None = getattr(module, "data_files", None)
+    return locate() if locate is not None else []

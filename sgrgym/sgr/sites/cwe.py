@@ -99,6 +99,11 @@ def catalog_file() -> Path:
     return package_file("cwe", PACKAGE, "database_v*/cwec_v*.xml")
 
 
+def data_files() -> list[Path]:
+    """The data files the app reads, located without reading them."""
+    return [catalog_file()]
+
+
 def _submitted(element: ET.Element) -> str:
     return element.findtext(f"{NS}Content_History/{NS}Submission/{NS}Submission_Date") or MISSING
 
@@ -468,7 +473,7 @@ class CweApp(SiteApp):
         }
 
     def data_files(self) -> list[Path]:
-        return [catalog_file()]
+        return data_files()
 
     def _about(self, state: State) -> bytes:
         return render_text_page(

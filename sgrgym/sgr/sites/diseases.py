@@ -108,6 +108,11 @@ class DiseaseData:
     states: tuple[str, ...]
 
 
+def data_files() -> list[Path]:
+    """The data files the app reads, located without reading them."""
+    return [package_file("diseases", PACKAGE, DATA_FILE)]
+
+
 @functools.lru_cache(maxsize=1)
 def load_data() -> DiseaseData:
     """Read the package's data file once per process."""
@@ -231,7 +236,7 @@ class DiseasesApp(SiteApp):
         }
 
     def data_files(self) -> list[Path]:
-        return [package_file("diseases", PACKAGE, DATA_FILE)]
+        return data_files()
 
     # the browser ----------------------------------------------------------------------------
     def _browse(self, state: State) -> bytes:

@@ -178,6 +178,11 @@ def database_path() -> Path:
     return package_file("elements", PACKAGE, "elements.db")
 
 
+def data_files() -> list[Path]:
+    """The data files the app reads, located without reading them."""
+    return [database_path()]
+
+
 def load_data(path: Path | None = None) -> Data:
     """Read elements, series and isotopes from the package's SQLite file (read-only)."""
     path = path or database_path()
@@ -525,7 +530,7 @@ class ElementsApp(SiteApp):
         }
 
     def data_files(self) -> list[Path]:
-        return [database_path()]
+        return data_files()
 
     def _about(self, state: State) -> bytes:
         return render_text_page(

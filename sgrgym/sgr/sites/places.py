@@ -134,6 +134,11 @@ def _data_dir() -> Path:
     return package_file("places", PACKAGE, "data")
 
 
+def data_files() -> list[Path]:
+    """The data files the app reads, located without reading them."""
+    return [_data_dir() / name for name in DATA_FILES]
+
+
 def _read(folder: Path, name: str) -> Any:
     """One JSON data file of the package."""
     with (folder / name).open(encoding="utf-8") as handle:
@@ -380,7 +385,7 @@ class PlacesApp(SiteApp):
         }
 
     def data_files(self) -> list[Path]:
-        return [_data_dir() / name for name in DATA_FILES]
+        return data_files()
 
     def _areas(self, state: State) -> bytes:
         """The area browser: the node names continent/country/admin-1 region."""

@@ -155,6 +155,11 @@ def _value(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
+def data_files() -> list[Path]:
+    """The data files the app reads, located without reading them."""
+    return [package_file("weather", PACKAGE, name) for name in (WEATHER_FILE, AIRPORTS_FILE)]
+
+
 @functools.lru_cache(maxsize=1)
 def load_data() -> WeatherData:
     """Read the package's two data files once per process."""
@@ -320,7 +325,7 @@ class WeatherApp(SiteApp):
         }
 
     def data_files(self) -> list[Path]:
-        return [package_file("weather", PACKAGE, name) for name in (WEATHER_FILE, AIRPORTS_FILE)]
+        return data_files()
 
     def _station(self, code: str) -> Station | None:
         return next((s for s in self.data.stations if s.code == code), None)
