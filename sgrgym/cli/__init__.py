@@ -32,6 +32,7 @@ class Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     from sgrgym.cli import agents as cli_agent_commands
+    from sgrgym.cli import inspect_export as inspect_commands
     from sgrgym.cli import llm as llm_commands
     from sgrgym.cli import seeker as seeker_commands
     from sgrgym.cli import sgr as sgr_commands
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     seeker_commands.add_commands(areas)
     cli_agent_commands.add_commands(areas)
     llm_commands.add_commands(areas)
+    inspect_commands.add_commands(areas)
     return parser
 
 
