@@ -1,7 +1,7 @@
 """Agent CLIs end to end: a real CLI from npm, a scripted model server, the MCP server, a run.
 
-The CLI is installed with ``npm ci`` in ``benchmarks/cli-agents/<profile>/`` (see README,
-Agent CLIs); without it these tests skip. The model is a real HTTP server on 127.0.0.1
+The CLI is installed with ``npm ci`` in ``benchmarks/cli-agents/<profile>/`` (see
+docs/agent-clis.md); without it these tests skip. The model is a real HTTP server on 127.0.0.1
 (:mod:`scripted_model`) whose replies issue tool calls in the CLI's wire format. Where the
 machine allows network namespaces (root), the CLI runs in the egress sandbox.
 """
@@ -41,7 +41,7 @@ def cli_dir(profile: str) -> Path:
     folder = CLI_ROOT / profile
     executable = folder / load_profile(profile)[0].executable
     if not executable.is_file():
-        pytest.skip(f"{profile} is not installed: run `npm ci` in {folder} (README: Agent CLIs)")
+        pytest.skip(f"{profile} is not installed: run `npm ci` in {folder} (docs/agent-clis.md)")
     return folder
 
 

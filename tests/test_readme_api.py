@@ -1,4 +1,4 @@
-"""The README's Python API examples run as written (from the repository root)."""
+"""The Python API examples of docs/python-api.md run as written (from the repository root)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _examples() -> list[str]:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    section = readme.split("## Python API\n", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "python-api.md").read_text("utf-8")
+    section = page.split("# Python API\n", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```python\n(.*?)```", section, flags=re.S)
 
 

@@ -95,6 +95,8 @@ def file_hashes(files: Mapping[str, Path]) -> dict[str, str]:
     hashes = {}
     for label, path in sorted(files.items()):
         if not path.is_file():
-            raise UserError(f"{path}: {label} not found; build it first (see README, Set-up)")
+            raise UserError(
+                f"{path}: {label} not found; build it first (`sgrgym setup`, docs/setup.md)"
+            )
         hashes[label] = sha256_file(path)[0]
     return hashes

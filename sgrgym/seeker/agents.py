@@ -221,7 +221,7 @@ def _llm(setup: AgentSetup) -> SeekerAgent:
         raise UserError(
             "the llm agent needs a chat model: `sgrgym seeker run --agent llm --model NAME "
             "--base-url URL --llm-cache FILE`; `sgrgym run` runs it from an [llm] table in "
-            "--config (model, base_url, cache, mode; see README)"
+            "--config (model, base_url, cache, mode; see docs/main-job.md)"
         )
     return make_llm_agent(setup.llm(), setup.render, setup.embedder, setup.load_embedder)
 

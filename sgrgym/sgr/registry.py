@@ -92,7 +92,7 @@ def _llm(setup: AgentSetup) -> Agent:
         raise UserError(
             "the llm agent needs a chat model: `sgrgym sgr run --agent llm --model NAME "
             "--base-url URL --llm-cache FILE`; `sgrgym run` runs it from an [llm] table in "
-            "--config (model, base_url, cache, mode; see README)"
+            "--config (model, base_url, cache, mode; see docs/main-job.md)"
         )
     options = setup.llm()
     chat = options.chat

@@ -3,8 +3,8 @@
 Published SGR-Bench records carry ``rubric.normalization`` (separators, ``schema``, a
 free-text ``dedup_key`` and per-column notes). Newer exports, and sgrgym's own task files,
 carry a typed rubric: ``columns``, ``row_key`` and per-field rules. See
-``specs/sgr-task-format.md`` in the project documentation and the README section
-"SGR-Bench task files".
+``specs/sgr-task-format.md`` in the project documentation and ``docs/sgr-bench.md``
+("SGR-Bench task files").
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 # Ours: the paper averages over episodes; two seeds are the fewest that give a std over seeds
-# and keep the default run within its two-minute goal (measured in the README).
+# and keep the default run within its two-minute goal (measured in docs/main-job.md).
 DEFAULT_SEEDS = 2
 
 # Every number finite (nan and inf refused), every flag a real true/false, and every count
