@@ -260,6 +260,7 @@ def test_changed_demo_corpus_is_refused_by_build_store(
     shutil.copy(CORPUS.parent / "manifest.json", demo / "manifest.json")
     shutil.copy(_flip_a_doc_id(tmp_path), demo / "corpus.jsonl")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SGRGYM_HOME", str(tmp_path))  # a data home holding the changed corpus
     assert main(["seeker", "build-store", "--out", str(tmp_path / "store"), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert "tasks/seeker/djangodocs/corpus.jsonl" in err and "does not match its pin" in err

@@ -20,6 +20,7 @@ from sgrgym.core.argtypes import (
     UNIT,
     number_in,
     output_file,
+    shard_spec,
     whole_number,
 )
 from sgrgym.core.defaults import QUERIES_PER_STEP
@@ -329,6 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         out_dir=args.out,
         progress=None if args.quiet else progress_bar,
         jobs=args.jobs,
+        shard=args.shard,
     )
     if args.json:
         write_json(summary.model_dump_json())
@@ -746,6 +748,16 @@ def add_commands(areas: Areas) -> None:
     )
     _common(run)
     run.add_argument("--theta", type=THETA, help="override the store's θ")
+    run.add_argument(
+        "--shard",
+        type=shard_spec,
+        metavar="I/N",
+        help="run only shard I of N: of the episodes in the order a run without --shard takes "
+        "them (seed 0 over every document, in --docs order or else the store's, then seed 1, "
+        "...), the k-th (from 0) is in shard k mod N + 1. The run card records it; `sgrgym "
+        "merge` joins the N finished shard folders into the folder of the run without "
+        "--shard (docs/sharding.md)",
+    )
     llm_run = add_llm_options(run, model_flags=CHAT_MODEL_FLAGS)
     llm_run.add_argument(
         "--llm-estimate",

@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from sgrgym.cli.options import add_budget_options, open_world_of
 from sgrgym.core import defaults
-from sgrgym.core.argtypes import SEED, iso_date, number_in, output_file, positive_int
+from sgrgym.core.argtypes import (
+    SEED,
+    iso_date,
+    number_in,
+    output_file,
+    positive_int,
+    shard_spec,
+)
 from sgrgym.core.home import home_path
 from sgrgym.core.output import progress, write_json
 from sgrgym.sgr.make import (
@@ -233,7 +240,13 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
         with world.env.snapshot:
             show = None if args.quiet else progress_bar
             report = run_agent(
-                world, agent, args.out, seed=args.seed, progress=show, jobs=args.jobs
+                world,
+                agent,
+                args.out,
+                seed=args.seed,
+                progress=show,
+                jobs=args.jobs,
+                shard=args.shard,
             )
     finally:
         world.env.close()
@@ -629,6 +642,16 @@ def add_commands(areas: Areas) -> None:
         type=positive_int,
         metavar="N",
         help="run only the first N task variants (after --task); the run card says so",
+    )
+    run.add_argument(
+        "--shard",
+        type=shard_spec,
+        metavar="I/N",
+        help="run only shard I of N: of the task variants in the order a run without --shard "
+        "takes them (task-file order, after --task and --limit), the k-th (from 0) is in shard "
+        "k mod N + 1. The run card records it; `sgrgym merge` joins the N finished shard "
+        "folders into the folder of the run without --shard (docs/sharding.md). Not for "
+        "cli:NAME agents",
     )
     run.add_argument(
         "--seed",

@@ -1,4 +1,5 @@
-"""``sgrgym run``, ``sgrgym verify-run`` and ``sgrgym report`` (handlers import lazily)."""
+"""``sgrgym run``, ``sgrgym verify-run``, ``sgrgym merge`` and ``sgrgym report`` (handlers
+import lazily)."""
 
 from __future__ import annotations
 
@@ -73,8 +74,8 @@ def _print_places(places: dict[str, Path]) -> None:
 
 def cmd_verify_run(args: argparse.Namespace) -> int:
     from sgrgym.suite.layout import BASELINE, REPLAY_JSON, baseline_status
-    from sgrgym.suite.results import card_config
-    from sgrgym.suite.verify import verify_run
+    from sgrgym.suite.results import card_config, read_json_file
+    from sgrgym.suite.verify import folder_kind, verify_run
 
     problems = verify_run(args.dir)
     if problems:
@@ -83,12 +84,25 @@ def cmd_verify_run(args: argparse.Namespace) -> int:
         print(f"\n{args.dir}: {len(problems)} problem(s)")
         return 1
     print(f"{args.dir}: every hash matches and every metric recomputes from the records")
+    if folder_kind(read_json_file(args.dir / "run.json", "run card")) != "run":
+        return 0
     status = baseline_status(args.dir, card_config(args.dir))
     if status is not None and not status.identical:
         print(
             "note: the run recorded that its baseline replay did not match the committed "
             f"results ({args.dir / BASELINE / REPLAY_JSON})"
         )
+    return 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from sgrgym.suite.merge import merge_runs
+
+    merged = merge_runs(args.dirs, args.out)
+    print(
+        f"{args.out}: {merged.kind} run joined from {merged.shards} shards, {merged.episodes} "
+        f"episodes; {merged.headline}; verified (same files as the run without --shard)"
+    )
     return 0
 
 
@@ -117,7 +131,8 @@ def cmd_setup(args: argparse.Namespace) -> int:
 
 
 def add_commands(areas: Areas) -> None:
-    """Register ``sgrgym run``, ``sgrgym verify-run``, ``sgrgym report`` and ``sgrgym setup``."""
+    """Register ``sgrgym run``, ``sgrgym verify-run``, ``sgrgym merge``, ``sgrgym report`` and
+    ``sgrgym setup``."""
     run = areas.add_parser(
         "run",
         help="the main job: both benchmarks, calibration and the report, one run folder",
@@ -161,10 +176,35 @@ def add_commands(areas: Areas) -> None:
         description="Check the sha256 of every file listed in complete.json (and of the "
         "manifests in run.json), recompute every summary from the records (SeekerGym "
         "summaries, calibration tables, SGR scores, results/) and compare. Exit 1 and name "
-        "each file that differs.",
+        "each file that differs. DIR is a sgrgym run folder, or the folder of one sgr run or "
+        "seeker run (one joined by sgrgym merge, or a shard, too): its complete.json hashes, "
+        "and its scores.json or summary.json recomputed from its records.",
     )
     verify.add_argument("dir", type=Path, metavar="DIR")
     verify.set_defaults(handler=cmd_verify_run)
+
+    merge = areas.add_parser(
+        "merge",
+        help="join the shard folders of an sgr run or seeker run (--shard I/N) into one",
+        description="Join the finished shard folders of one `sgrgym sgr run` or `sgrgym "
+        "seeker run` (each run with --shard I/N, same command otherwise) into --out: the "
+        "folder the same command writes without --shard, byte for byte (run.json, the "
+        "records in the single run's order, the final results recomputed from them, "
+        "complete.json; timings.jsonl and an LLM agent's llm_run.json, which differ between "
+        "any two runs, are joined too). "
+        "Refused, with nothing written (exit 2): a folder that is not a shard or did not "
+        "finish (no complete.json) or changed since, shards of another run (the cards, "
+        "environment included, must agree but for the shard), a shard missing or given "
+        "twice, an --out that holds anything. The joined folder is verified as verify-run "
+        "does. See docs/sharding.md.",
+    )
+    merge.add_argument(
+        "dirs", nargs="+", type=Path, metavar="SHARD_DIR", help="every shard folder of the run"
+    )
+    merge.add_argument(
+        "--out", type=Path, required=True, metavar="DIR", help="the joined run (new or empty)"
+    )
+    merge.set_defaults(handler=cmd_merge)
 
     report = areas.add_parser(
         "report",

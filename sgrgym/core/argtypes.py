@@ -1,6 +1,7 @@
 """Argument types for the command line: each refuses a bad value at parse time with the
 accepted range in the message (a finite number in an interval, a whole number a run can
-finish, a date). No import beyond the standard library: ``--help`` stays fast.
+finish, a date, a shard). No import beyond the standard library (and
+:mod:`sgrgym.core.shard`, itself standard library only): ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
+
+from sgrgym.core.shard import Shard
 
 
 def port_number(text: str) -> int:
@@ -145,3 +148,11 @@ def output_file(text: str) -> Path:
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: the folder {parent} does not exist")
     return path
+
+
+def shard_spec(text: str) -> Shard:
+    """An argparse type: a shard of a run, ``I/N`` (1 ≤ I ≤ N ≤ 10,000)."""
+    try:
+        return Shard.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from sgrgym.core.errors import InputError
+from sgrgym.core.inputs import read_json
 from sgrgym.llm.chat import CallRecord, ChatClient, ChatReply
 from sgrgym.llm.prices import PriceTable
 
@@ -100,4 +102,38 @@ class CallMeter:
         """``llm_run.json`` beside the results (not one of them: it differs on a replay)."""
         with self._lock:
             log = {**self.log, "prices_sha256": self.prices.sha256}
-        (folder / LOG).write_text(json.dumps(log, indent=2, sort_keys=True) + "\n", "utf-8")
+        (folder / LOG).write_text(log_text(log), "utf-8")
+
+
+def log_text(log: dict[str, Any]) -> str:
+    """The bytes of ``llm_run.json``."""
+    return json.dumps(log, indent=2, sort_keys=True) + "\n"
+
+
+_COUNTS = ("calls", "from_cache", "network_attempts")
+
+
+def joined_log(folders: Sequence[Path]) -> str | None:
+    """The log of a run joined from the logs of its shards' ``folders`` (None: none has one):
+    the counts summed, the retries one shard after the other, and any other field its value,
+    or the list of its values where they differ (a shard replayed, another recorded)."""
+    logs = []
+    for folder in folders:
+        if (folder / LOG).exists():
+            log = read_json(folder / LOG, "LLM call log")
+            if not isinstance(log, dict):
+                raise InputError(f"{folder / LOG}: not an LLM call log (not a JSON object)")
+            logs.append(log)
+    if not logs:
+        return None
+    joined: dict[str, Any] = {}
+    for key in dict.fromkeys(k for log in logs for k in log):
+        values = [log[key] for log in logs if key in log]
+        if key in _COUNTS and all(isinstance(v, int) for v in values):
+            joined[key] = sum(values)
+        elif key == "retries" and all(isinstance(v, list) for v in values):
+            joined[key] = [r for v in values for r in v]
+        else:
+            distinct = [v for n, v in enumerate(values) if v not in values[:n]]
+            joined[key] = distinct[0] if len(distinct) == 1 else distinct
+    return log_text(joined)

@@ -4,7 +4,10 @@
   (:mod:`sgrgym.runs.environment`: sgrgym version and git commit, Python, every installed
   package's version); written when the folder is first used and compared on every later use;
   a folder holding another run's card (or files but no card) is refused, with the fields that
-  differ.
+  differ. A shard of a run (``--shard I/N``, :mod:`sgrgym.core.shard`) adds ``shard``
+  (``{"index": I, "count": N}``) before ``environment``; an unsharded card has no such field,
+  so its bytes do not depend on sharding existing, and the card of the whole run is a shard's
+  card without it (:func:`sgrgym.runs.merge.shard_folders`).
 - **Lock**: an exclusive ``flock`` on ``.lock`` for as long as the folder is open; a second
   process on the same folder is refused instead of interleaving its records.
 - **Append-only records** (JSONL): a last line without its newline is a torn write (the process
@@ -33,11 +36,13 @@ from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import canonical_json, sha256_file
 from sgrgym.core.inputs import BadJson, decode_text, field_problem, json_value, read_bytes, shorten
 from sgrgym.core.io import TMP_SUFFIX, jsonl_line, write_atomic
+from sgrgym.core.shard import Shard
 from sgrgym.runs.environment import run_environment
 
 CARD = "run.json"
 LOCK = ".lock"
 COMPLETE = "complete.json"
+SHARD = "shard"  # the run card's field of a shard (absent from an unsharded run's card)
 _OWN = {CARD, LOCK, COMPLETE}
 
 
@@ -101,7 +106,8 @@ def read_records(path: Path, model: type[Record], what: str) -> list[Record]:
     ]
 
 
-def _differences(found: Any, wanted: Any) -> str:
+def card_differences(found: Any, wanted: Any) -> str:
+    """The fields in which two run cards differ (``key`` or ``key[inner key]``), at most 10."""
     if not isinstance(found, dict) or not isinstance(wanted, dict):
         return "the card is not this command's"
     parts = []
@@ -188,16 +194,45 @@ def _lock(path: Path) -> IO[bytes]:
     return handle
 
 
-def card_text(card: BaseModel) -> str:
-    """The bytes of ``run.json`` for ``card``: its fields, then ``environment``."""
-    fields = json.loads(card.model_dump_json())
-    fields["environment"] = run_environment().model_dump(mode="json")
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock of the existing run folder ``path`` (to read it while no run writes it;
+    a folder without a lock file is read as it is, and gets none)."""
+    if not (path / LOCK).is_file():
+        yield
+        return
+    handle = (path / LOCK).open("rb")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        raise UserError(
+            f"{path}: an sgrgym process is writing to this folder; wait for it to finish"
+        ) from None
+    try:
+        yield
+    finally:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        handle.close()
+
+
+def card_json(fields: dict[str, Any]) -> str:
+    """``run.json``'s bytes for the card ``fields`` (as read back from a card, or built)."""
     return json.dumps(fields, indent=2, ensure_ascii=False) + "\n"
 
 
-def _check_card(path: Path, card: BaseModel) -> None:
+def card_text(card: BaseModel, shard: Shard | None = None) -> str:
+    """The bytes of ``run.json`` for ``card``: its fields, the ``shard`` if one is given, then
+    ``environment``."""
+    fields = json.loads(card.model_dump_json())
+    if shard is not None:
+        fields[SHARD] = shard.card()
+    fields["environment"] = run_environment().model_dump(mode="json")
+    return card_json(fields)
+
+
+def _check_card(path: Path, text: str) -> None:
     card_path = path / CARD
-    text = card_text(card)
     if not card_path.exists():
         # A card whose write was cut short (a kill, a full disk) is not another run's file.
         (path / (CARD + TMP_SUFFIX)).unlink(missing_ok=True)
@@ -218,13 +253,16 @@ def _check_card(path: Path, card: BaseModel) -> None:
         found = None
     raise UserError(
         f"{path}: holds another run ({card_path} differs in: "
-        f"{_differences(found, json.loads(text))}); use a new --out folder"
+        f"{card_differences(found, json.loads(text))}); use a new --out folder"
     )
 
 
 @contextmanager
-def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Iterator[RunFolder]:
-    """Create or reopen the run folder ``path`` for the run ``card``, locked while open.
+def open_run_folder(
+    path: Path, card: BaseModel, finals: Sequence[str], *, shard: Shard | None = None
+) -> Iterator[RunFolder]:
+    """Create or reopen the run folder ``path`` for the run ``card`` (of the ``shard`` of the
+    run, if one is given), locked while open.
 
     ``finals`` are the final results (files or folders) of the run: they and the completion
     marker are removed before the caller changes anything (:meth:`RunFolder.begin`), and
@@ -234,6 +272,27 @@ def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Itera
     anything (a model server that is not there, a wrong name found late) leaves no folder
     behind, so the corrected command is not refused as "another run".
     """
+    with _open(path, card_text(card, shard), finals) as folder:
+        yield folder
+
+
+@contextmanager
+def new_run_folder(path: Path, text: str, finals: Sequence[str]) -> Iterator[RunFolder]:
+    """A new run folder ``path`` with the card ``text`` as it is (a run joined from its
+    shards), locked while open. An existing ``path`` must be an empty folder; if anything
+    fails before the caller is done, nothing is left at ``path``."""
+    if path.is_symlink() or (path.exists() and (not path.is_dir() or any(path.iterdir()))):
+        raise UserError(f"{path}: --out already holds something; name a new or empty folder")
+    try:
+        with _open(path, text, finals) as folder:
+            yield folder
+    except BaseException:
+        _remove(path)
+        raise
+
+
+@contextmanager
+def _open(path: Path, text: str, finals: Sequence[str]) -> Iterator[RunFolder]:
     if path.exists() and not path.is_dir():
         raise UserError(f"{path}: --out names an existing file; name a folder")
     new = not path.exists() or not any(path.iterdir())
@@ -245,7 +304,7 @@ def open_run_folder(path: Path, card: BaseModel, finals: Sequence[str]) -> Itera
     folder: RunFolder | None = None
     failed = False
     try:
-        _check_card(path, card)
+        _check_card(path, text)
         folder = RunFolder(path, finals)
         yield folder
     except BaseException:

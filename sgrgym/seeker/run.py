@@ -13,6 +13,10 @@ An agent that keeps facts about its episodes (:class:`RecordingAgent`: the LLM a
 tokens and cost) adds them to each episode record (``llm``), its own part to the run card and
 the run's totals (the sum of the episodes') to the summary. An episode that stops early
 (calibrated stopping) keeps its final completeness for the remaining steps of the curves.
+
+A shard of a run (``shard``: :mod:`sgrgym.core.shard`) runs its slice of the episodes
+(:func:`episode_order`) into a folder of its own, whose card records the shard; ``sgrgym
+merge`` joins the finished shards (:mod:`sgrgym.seeker.merge`).
 """
 
 from __future__ import annotations
@@ -30,11 +34,13 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel
 
+from sgrgym.core.errors import UserError
 from sgrgym.core.numbers import fixed
 from sgrgym.core.output import Progress
+from sgrgym.core.shard import Shard
 from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
-from sgrgym.runs.folder import open_run_folder
+from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.runs.parallel import ordered_map
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
@@ -226,6 +232,31 @@ def seeker_run_card(
     return card
 
 
+def episode_order(doc_ids: Sequence[str], seeds: int) -> list[tuple[int, str]]:
+    """The (seed, document) of every episode of a run, in the order the run takes them: seed
+    by seed, each over every document in the given order."""
+    return [(s, d) for s in range(seeds) for d in doc_ids]
+
+
+def finish_seeker(
+    folder: RunFolder, episodes: Sequence[EpisodeRecord], card: SeekerRunCard, note: str
+) -> SeekerSummary:
+    """The run's summary from its ``episodes`` (``note``: the θ note), written with the
+    completion marker: how every run of ``card`` ends, and a run joined from its shards."""
+    summary = summarize(
+        episodes,
+        corpus=card.corpus,
+        agent=card.agent,
+        belief=card.belief,
+        steps=card.steps,
+        seeds=card.seeds,
+        theta=card.theta,
+    ).model_copy(update={"theta_note": note})
+    folder.write_final(SUMMARY, summary_text(summary))
+    folder.complete((EPISODES, SUMMARY))
+    return summary
+
+
 def _episodes(
     env: SeekerEnv, agent: SeekerAgent, render: Renderer, todo: list[tuple[int, str]], jobs: int
 ) -> Generator[EpisodeRecord, None, None]:
@@ -253,6 +284,7 @@ def run_agent(
     out_dir: Path,
     progress: Progress | None = None,
     jobs: int = 1,
+    shard: Shard | None = None,
 ) -> SeekerSummary:
     """:func:`run_seeker` for any registered agent: an agent with a model runs in the env it
     attaches to, writes its call log (a log, not a result) and is closed however the run ends."""
@@ -267,6 +299,7 @@ def run_agent(
             out_dir=out_dir,
             progress=progress,
             jobs=jobs,
+            shard=shard,
         )
     finally:
         if isinstance(agent, RecordingAgent):
@@ -286,24 +319,34 @@ def run_seeker(
     out_dir: Path,
     progress: Progress | None = None,
     jobs: int = 1,
+    shard: Shard | None = None,
 ) -> SeekerSummary:
-    """Every (document, seed) episode; writes episodes.jsonl and summary.json to ``out_dir``.
+    """Every (document, seed) episode (of the ``shard`` of the run, if one is given); writes
+    episodes.jsonl and summary.json to ``out_dir``.
 
     The folder is a run folder (:mod:`sgrgym.runs.folder`): card, lock, resume after the
     episodes already written, ``complete.json`` once the summary is written. A document the
-    corpus does not hold is refused before the folder is touched.
+    corpus does not hold, or a shard with no episode, is refused before the folder is touched.
     """
     for doc_id in doc_ids:  # a typo costs nothing and leaves nothing behind
         env.document(doc_id)
     card = seeker_run_card(env, agent, belief, doc_ids, seeds)
-    total = len(doc_ids) * seeds
-    with open_run_folder(out_dir, card, finals=(SUMMARY,)) as folder:
+    mine = episode_order(doc_ids, seeds)
+    if shard is not None:
+        if len(mine) < shard.count:
+            raise UserError(
+                f"--shard {shard}: the run has {len(mine)} episode(s), fewer than "
+                f"{shard.count} shards; split it in at most {len(mine)}"
+            )
+        mine = shard.select(mine)
+    total = len(mine)
+    with open_run_folder(out_dir, card, finals=(SUMMARY,), shard=shard) as folder:
         episodes = [
             episode_record(data, f"{out_dir / EPISODES} line {number}")
             for number, data in enumerate(folder.records(EPISODES), start=1)
         ]
         done = {(e.seed, e.doc_id) for e in episodes}
-        todo = [(s, d) for s in range(seeds) for d in doc_ids if (s, d) not in done]
+        todo = [(s, d) for s, d in mine if (s, d) not in done]
         with closing(_episodes(env, agent, render, todo, jobs)) as episodes_run:
             for episode in episodes_run:
                 folder.append(EPISODES, episode.data())
@@ -311,15 +354,5 @@ def run_seeker(
                 if progress:
                     doc_id, final = episode.doc_id, episode.final_completeness
                     progress(len(episodes), total, f"{doc_id} c={final:.2f}")
-        summary = summarize(
-            episodes,
-            corpus=env.corpus.name,
-            agent=agent.name,
-            belief=belief,
-            steps=env.horizon,
-            seeds=seeds,
-            theta=env.theta,
-        ).model_copy(update={"theta_note": theta_note(env.theta, env.store)})
-        folder.write_final(SUMMARY, summary_text(summary))
-        folder.complete((EPISODES, SUMMARY))
+        summary = finish_seeker(folder, episodes, card, theta_note(env.theta, env.store))
     return summary

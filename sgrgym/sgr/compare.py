@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
 from sgrgym.core.home import locate
-from sgrgym.runs.folder import COMPLETE
+from sgrgym.runs.folder import COMPLETE, SHARD
 from sgrgym.sgr.score import ScoreReport, load_predictions, score_tasks
 from sgrgym.sgr.tasks import load_tasks
 
@@ -54,10 +54,15 @@ def _card(run_dir: Path) -> dict[str, object]:
         raise UserError(f"{path}: not a JSON run card ({exc})") from None
     if not isinstance(card, dict) or not isinstance(card.get("task_files"), dict):
         raise UserError(f"{path}: field task_files: expected an object {{path: sha256}}")
+    if SHARD in card:  # its answers cover a slice of the run's variants
+        raise UserError(
+            f"{run_dir}: holds one shard of a run; join the shard folders with `sgrgym merge` "
+            "and use the merged folder"
+        )
     return card
 
 
-def _task_files(run_dir: Path, recorded: Mapping[str, object]) -> list[Path]:
+def task_files_of(run_dir: Path, recorded: Mapping[str, object]) -> list[Path]:
     """The run's task files, found as recorded or next to the run folder, sha256-checked."""
     files = []
     for name, digest in recorded.items():
@@ -95,7 +100,7 @@ def compare_runs(
         card = _card(run_dir)
         recorded = card["task_files"]
         assert isinstance(recorded, dict)
-        files = list(tasks) if tasks else _task_files(run_dir, recorded)
+        files = list(tasks) if tasks else task_files_of(run_dir, recorded)
         answers_path = run_dir / "answers.jsonl"
         if not answers_path.is_file():
             raise UserError(f"{answers_path}: no answers in this run folder")

@@ -185,7 +185,7 @@ class LLMAgent:
 
     def finals(self, trajectories: list[Any]) -> dict[str, str]:
         """``llm_totals.json``: the run's totals, summed over every episode's record."""
-        return {LLM_TOTALS: run_totals(trajectories).model_dump_json(indent=2) + "\n"}
+        return totals_finals(trajectories)
 
     def run_card(self, card: RunCard) -> LLMRunCard:
         """The run card plus this agent's settings."""
@@ -336,6 +336,12 @@ def run_totals(trajectories: list[Any]) -> LLMTotals:
         if isinstance(r, dict) and isinstance(r.get("llm"), dict)
     ]
     return add_totals(parts)
+
+
+def totals_finals(trajectories: list[Any]) -> dict[str, str]:
+    """The agent's final results from a run's trajectory records: ``llm_totals.json`` (the
+    same for a run and for its shards joined)."""
+    return {LLM_TOTALS: run_totals(trajectories).model_dump_json(indent=2) + "\n"}
 
 
 def make_llm_agent(

@@ -19,7 +19,10 @@ Output folder:
 - ``timings.jsonl``: wall seconds per episode (the only file that differs between two runs);
 - ``complete.json``: written last, the sha256 of the results; absent while the run is going.
 
-The folder is locked while the run goes (a second process is refused).
+The folder is locked while the run goes (a second process is refused). A shard of a run
+(``shard``: :mod:`sgrgym.core.shard`) runs its slice of the task variants into a folder of
+its own, whose card records the shard; ``sgrgym merge`` joins the finished shards
+(:mod:`sgrgym.sgr.merge`).
 """
 
 from __future__ import annotations
@@ -33,9 +36,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
 from sgrgym.core.home import recorded
 from sgrgym.core.output import Progress
+from sgrgym.core.shard import Shard
 from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
 from sgrgym.runs.parallel import ordered_map
@@ -140,6 +145,19 @@ def record_episode(
     return score
 
 
+def shard_tasks(tasks: Sequence[ScoringTask], shard: Shard | None) -> list[ScoringTask]:
+    """The task variants of ``shard`` of a run of ``tasks`` (all of them without a shard); a
+    shard with no variant is refused."""
+    if shard is None:
+        return list(tasks)
+    if len(tasks) < shard.count:
+        raise UserError(
+            f"--shard {shard}: the run has {len(tasks)} task variant(s), fewer than "
+            f"{shard.count} shards; split it in at most {len(tasks)}"
+        )
+    return shard.select(tasks)
+
+
 def finish_run(
     folder: RunFolder, tasks: Sequence[ScoringTask], extra_finals: Sequence[str] = ()
 ) -> ScoreReport:
@@ -207,18 +225,31 @@ def run_agent(
     seed: int,
     progress: Progress | None = None,
     jobs: int = 1,
+    shard: Shard | None = None,
 ) -> ScoreReport:
-    """Run any registered agent on every task of ``world`` not yet answered in ``out_dir``:
-    a task runner runs them itself; a model agent's settings go into the card and its log is
-    written and its client closed however the run ends. The world stays open (the caller's)."""
+    """Run any registered agent on every task of ``world`` (of its ``shard``, if one is
+    given) not yet answered in ``out_dir``: a task runner runs them itself; a model agent's
+    settings go into the card and its log is written and its client closed however the run
+    ends. The world stays open (the caller's)."""
     if isinstance(agent, TaskRunner):
+        if shard is not None:
+            raise UserError(
+                f"--shard: {agent.name} runs its task variants itself and cannot be sharded; "
+                "split its runs with --task instead"
+            )
         return agent.run_world(world, out_dir, progress=progress, jobs=jobs)
     card = run_card(world.env, agent, seed, world.files, world.selection)
     if not isinstance(agent, ModelAgent):
-        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress=progress, jobs=jobs)
+        tasks = shard_tasks(world.tasks, shard)
+        return run_tasks(
+            world.env, agent, tasks, out_dir, card, progress=progress, jobs=jobs, shard=shard
+        )
     try:
+        tasks = shard_tasks(world.tasks, shard)
         card = agent.run_card(card)
-        return run_tasks(world.env, agent, world.tasks, out_dir, card, progress=progress, jobs=jobs)
+        return run_tasks(
+            world.env, agent, tasks, out_dir, card, progress=progress, jobs=jobs, shard=shard
+        )
     finally:
         if out_dir.is_dir():
             agent.write_log(out_dir)
@@ -243,8 +274,10 @@ def run_tasks(
     *,
     progress: Progress | None = None,
     jobs: int = 1,
+    shard: Shard | None = None,
 ) -> ScoreReport:
-    """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all.
+    """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all
+    (``tasks``: the shard's, for a ``shard`` of the run ``card``).
 
     The folder is locked, its card compared and its records repaired by
     :func:`sgrgym.runs.folder.open_run_folder`; answers are written last for each episode, so
@@ -255,7 +288,7 @@ def run_tasks(
     ``timings.jsonl`` does).
     """
     extra_finals = agent.final_files if isinstance(agent, ReportingAgent) else ()
-    with open_run_folder(out_dir, card, finals=(SCORES, *extra_finals)) as folder:
+    with open_run_folder(out_dir, card, finals=(SCORES, *extra_finals), shard=shard) as folder:
         done = answered(folder)
         pending = [(n, t) for n, t in enumerate(tasks, start=1) if t.task_id not in done]
         envs: queue.SimpleQueue[SgrEnv] = queue.SimpleQueue()

@@ -10,6 +10,10 @@
    within the pairs' 6-decimal rounding), ``scores.json`` from the pairs; each SGR
    ``scores.json`` by the scorer from ``answers.jsonl`` and the task files; ``results/*``.
 
+A folder of one ``sgr run`` or ``seeker run`` (such as one joined from its shards by
+``sgrgym merge``) is checked as a part is: the sha256 its ``complete.json`` lists, then its
+summary recomputed from its records (:func:`verify_folder`).
+
 Every problem names the file it is in; nothing stops at the first one.
 """
 
@@ -18,14 +22,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from sgrgym.core.errors import UserError
 from sgrgym.core.hashing import sha256_file
 from sgrgym.core.home import locate
-from sgrgym.runs.folder import COMPLETE
+from sgrgym.core.shard import Shard
+from sgrgym.runs.folder import COMPLETE, SHARD
 from sgrgym.suite.results import compute, load_card, read_json_file
 
+Item = TypeVar("Item")
 TOLERANCE = 1e-5  # the pairs are rounded to 6 decimals; q̂ and R² recomputed from them
 
 
@@ -94,14 +100,25 @@ def _same(path: Path, text: str) -> list[str]:
     return []
 
 
+def _sharded(card: dict[str, Any], episodes: list[Item]) -> list[Item]:
+    """The ``episodes`` of the run ``card`` that its folder holds: its shard's, if it is one."""
+    if SHARD not in card:
+        return episodes
+    try:
+        shard = Shard.of_card(card[SHARD])
+    except ValueError:
+        raise UserError(f"field {SHARD} of the run card is not {{index, count}}") from None
+    return shard.select(episodes)
+
+
 def _seeker(folder: Path) -> list[str]:
     from sgrgym.seeker.records import read_episodes
-    from sgrgym.seeker.run import summarize, summary_text
+    from sgrgym.seeker.run import episode_order, summarize, summary_text
 
     card = read_json_file(folder / "run.json", "run card")
     stored = read_json_file(folder / "summary.json", "SeekerGym summary")
     episodes = read_episodes(folder / "episodes.jsonl")
-    expected = {(s, d) for s in range(card["seeds"]) for d in card["docs"]}
+    expected = set(_sharded(card, episode_order(card["docs"], card["seeds"])))
     got = [(e.seed, e.doc_id) for e in episodes]
     problems = []
     if len(got) != len(set(got)) or set(got) != expected:
@@ -196,6 +213,7 @@ def _estimator(folder: Path) -> list[str]:
 
 
 def _sgr(folder: Path) -> list[str]:
+    from sgrgym.sgr.make import select_tasks
     from sgrgym.sgr.records import read_answers
     from sgrgym.sgr.score import load_predictions, score_tasks
     from sgrgym.sgr.tasks import load_tasks
@@ -203,7 +221,7 @@ def _sgr(folder: Path) -> list[str]:
     card = read_json_file(folder / "run.json", "run card")
     problems = []
     files = []
-    for name, digest in sorted(card["task_files"].items()):
+    for name, digest in card["task_files"].items():  # in the run's order
         path = locate(name)
         if not path.is_file() or sha256_file(path)[0] != digest:
             problems.append(f"{path}: task file of {folder} is missing or changed")
@@ -213,20 +231,68 @@ def _sgr(folder: Path) -> list[str]:
     ids = [a.task_id for a in read_answers(folder / "answers.jsonl")]
     if len(ids) != len(set(ids)):
         problems.append(f"{folder / 'answers.jsonl'}: a task is answered twice")
-    report = score_tasks(load_tasks(files), load_predictions(folder / "answers.jsonl"))
+    tasks = load_tasks(files)
+    selection = card.get("task_ids")
+    if selection is not None:  # a run of some variants (sgr run --task/--limit)
+        tasks = select_tasks(tasks, selection, None)
+    tasks = _sharded(card, tasks)
+    report = score_tasks(tasks, load_predictions(folder / "answers.jsonl"))
     return problems + _same(folder / "scores.json", report.model_dump_json(indent=2) + "\n")
 
 
+def _listed(folder: Path) -> list[str]:
+    """The files ``complete.json`` of ``folder`` lists: each must be there, with its sha256."""
+    listing = read_json_file(folder / COMPLETE, "completion marker")
+    files = listing.get("files") if isinstance(listing, dict) else None
+    if not isinstance(files, dict):
+        return [f"{folder / COMPLETE}: not a completion marker (no files)"]
+    problems = []
+    for name, digest in sorted(files.items()):
+        path = folder / name
+        if not path.is_file():
+            problems.append(f"{path}: listed in {folder / COMPLETE} but missing")
+        elif sha256_file(path)[0] != digest:
+            problems.append(f"{path}: sha256 differs from {folder / COMPLETE}'s")
+    return problems
+
+
+def folder_kind(card: object) -> str | None:
+    """``"sgr"`` or ``"seeker"`` for the card of an ``sgr run`` or ``seeker run`` folder,
+    ``"run"`` for a ``sgrgym run`` folder's, else None."""
+    from sgrgym.seeker.merge import is_seeker_card
+    from sgrgym.sgr.merge import is_sgr_card
+
+    if not isinstance(card, dict):
+        return None
+    if card.get("kind") == "sgrgym run":
+        return "run"
+    return "sgr" if is_sgr_card(card) else "seeker" if is_seeker_card(card) else None
+
+
+def verify_folder(folder: Path, kind: str) -> list[str]:
+    """Every problem found in the finished ``sgr run`` or ``seeker run`` (``kind``) folder
+    ``folder``: its completion marker's hashes, then its summary from its records."""
+    problems: list[str] = []
+    _check(problems, folder / COMPLETE, lambda: _listed(folder))
+    _check(problems, folder, lambda: _sgr(folder) if kind == "sgr" else _seeker(folder))
+    return problems
+
+
 def verify_run(out: Path) -> list[str]:
-    """Every problem found in the run folder ``out`` (empty: it verifies)."""
+    """Every problem found in the run folder ``out`` (empty: it verifies): a ``sgrgym run``
+    folder, or the folder of one ``sgr run`` or ``seeker run`` (:func:`verify_folder`)."""
     from sgrgym.suite.layout import CALIBRATION, RESULTS, seeker_part, sgr_part
     from sgrgym.suite.results import card_config
 
     if not (out / COMPLETE).is_file():
         raise UserError(
-            f"{out}: no {COMPLETE}: the run did not finish (rerun sgrgym run "
+            f"{out}: no {COMPLETE}: the run did not finish (rerun its command "
             "with the same --out to resume it)"
         )
+    kind = folder_kind(read_json_file(out / "run.json", "run card"))
+    if kind in ("sgr", "seeker"):
+        assert kind is not None
+        return verify_folder(out, kind)
     problems: list[str] = []
     _check(problems, out / COMPLETE, lambda: _hashes(out))
     _check(problems, out, lambda: _part_markers(out))
