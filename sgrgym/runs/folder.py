@@ -181,17 +181,22 @@ class RunFolder:
         write_atomic(self.path / COMPLETE, canonical_json({"files": files}).encode("utf-8"))
 
 
-def _lock(path: Path) -> IO[bytes]:
-    handle = (path / LOCK).open("a+b")
+def _flock(handle: IO[bytes], busy: str) -> IO[bytes]:
+    """``handle`` with an exclusive lock on its file, else closed and the UserError ``busy``."""
     try:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         handle.close()
-        raise UserError(
-            f"{path}: another sgrgym process is writing to this folder; wait for it to finish "
-            "or use another --out"
-        ) from None
+        raise UserError(busy) from None
     return handle
+
+
+def _lock(path: Path) -> IO[bytes]:
+    return _flock(
+        (path / LOCK).open("a+b"),
+        f"{path}: another sgrgym process is writing to this folder; wait for it to finish or "
+        "use another --out",
+    )
 
 
 @contextmanager
@@ -201,14 +206,10 @@ def locked(path: Path) -> Iterator[None]:
     if not (path / LOCK).is_file():
         yield
         return
-    handle = (path / LOCK).open("rb")
-    try:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        raise UserError(
-            f"{path}: an sgrgym process is writing to this folder; wait for it to finish"
-        ) from None
+    handle = _flock(
+        (path / LOCK).open("rb"),
+        f"{path}: an sgrgym process is writing to this folder; wait for it to finish",
+    )
     try:
         yield
     finally:
