@@ -313,6 +313,9 @@ def stacked_shares(
                 shares.append(c.get(category, 0) / total if total else 0.0)
             ax.barh(list(agents), shares, left=left, label=category)
             left = [a + b for a, b in zip(left, shares, strict=True)]
+        for row, c in enumerate(counts):
+            if not sum(c.values()):  # an empty bar reads as missing data: say why it is empty
+                ax.text(0.01, row, "no failed episodes", va="center", fontsize=7, color="#555")
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of failed episodes")
         ax.set_title(title)
