@@ -9,6 +9,7 @@ from sgrgym.core import defaults
 from sgrgym.core.argtypes import positive_int, positive_seconds
 
 if TYPE_CHECKING:
+    from sgrgym.runs.parallel import RayExecutor
     from sgrgym.sgr.make import SgrWorld
 
     Areas = argparse._SubParsersAction[argparse.ArgumentParser]  # `sgrgym AREA ...`
@@ -54,3 +55,37 @@ def open_world_of(args: argparse.Namespace) -> SgrWorld:
         task_ids=getattr(args, "task_ids", None),  # sgr run --task (mcp's --task is one id)
         limit=getattr(args, "limit", None),
     )
+
+
+def add_executor_options(parser: argparse.ArgumentParser) -> None:
+    """Where a run's episodes run (`sgr run`, `seeker run`): ``--executor``, ``--address``."""
+    parser.add_argument(
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="local: --jobs threads in this process (default); ray: each episode a Ray task "
+        "(the `ray` extra), its results written here in episode order, so the files are "
+        "those of --jobs 1 but for timings; a task whose worker dies is run again "
+        "(docs/sharding.md)",
+    )
+    parser.add_argument(
+        "--address",
+        metavar="ADDR",
+        help="with --executor ray: the running Ray cluster to use (HOST:PORT of its head, or "
+        "auto); its workers read the pack, store and model from the data home and verify "
+        "their sha256 as this process does (default: start a cluster on 127.0.0.1 with "
+        "--jobs CPUs for the run, no dashboard, no usage statistics)",
+    )
+
+
+def ray_executor_of(args: argparse.Namespace) -> RayExecutor | None:
+    """The Ray executor ``--executor ray`` asks for (None: the local loop); ``--address``
+    without it is refused."""
+    from sgrgym.core.errors import UserError
+    from sgrgym.runs.parallel import RayExecutor
+
+    if args.executor != "ray":
+        if args.address is not None:
+            raise UserError("--address: only with --executor ray")
+        return None
+    return RayExecutor(address=args.address, cpus=max(args.jobs, 1))

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sgrgym.cli.options import add_executor_options
 from sgrgym.core.argtypes import (
     ALPHA,
     PER_STEP,
@@ -35,6 +37,8 @@ CHAT_MODEL_FLAGS = ("--model", "--llm-model")
 
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
+    from sgrgym.seeker.agents import SeekerAgent
+    from sgrgym.seeker.belief import Renderer
     from sgrgym.seeker.embed import Embedder
     from sgrgym.seeker.env import SeekerEnv
     from sgrgym.seeker.llm_agent import LLMSeekerOptions
@@ -279,14 +283,11 @@ def _llm_options(args: argparse.Namespace) -> LLMSeekerOptions:
     return LLMSeekerOptions(chat=options, settings=settings)
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from sgrgym.core.errors import UserError
+def _agent_of(args: argparse.Namespace) -> tuple[Renderer, SeekerAgent]:
+    """The belief renderer and the agent of ``seeker run``'s ``args``."""
     from sgrgym.seeker.agents import AgentSetup, make_agent
     from sgrgym.seeker.belief import belief_renderer
-    from sgrgym.seeker.run import RecordingAgent, run_agent
 
-    if args.jobs < 1:
-        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
     render = belief_renderer(args.belief)
     agent = make_agent(
         args.agent,
@@ -294,10 +295,35 @@ def cmd_run(args: argparse.Namespace) -> int:
             per_step=args.queries_per_step,
             render=render,
             embedder=args.embedder,
-            load_embedder=lambda: _embedder(args.embedder, args.query_cache),
-            llm=lambda: _llm_options(args),
+            load_embedder=partial(_embedder, args.embedder, args.query_cache),
+            llm=partial(_llm_options, args),
         ),
     )
+    return render, agent
+
+
+def _ray_worker(args: argparse.Namespace) -> tuple[SeekerEnv, SeekerAgent, Renderer]:
+    """On a Ray worker (``--executor ray``): the env, agent and belief renderer of ``seeker
+    run``'s ``args``, opened and made as the driver does (the files verified on open; an agent
+    with a model attached to its env as :func:`sgrgym.seeker.run.run_agent` attaches it)."""
+    from sgrgym.seeker.run import RecordingAgent
+
+    render, agent = _agent_of(args)
+    if isinstance(agent, RecordingAgent):
+        return agent.attach(_env(args, args.theta, agent.embedder)), agent, render
+    return _env(args, args.theta), agent, render
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from sgrgym.cli.options import ray_executor_of
+    from sgrgym.core.errors import UserError
+    from sgrgym.seeker.run import RecordingAgent, RemoteSeeker, run_agent
+
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, got {args.jobs}")
+    executor = ray_executor_of(args)
+    remote = None if executor is None else RemoteSeeker(executor, partial(_ray_worker, args))
+    render, agent = _agent_of(args)
     if not isinstance(agent, RecordingAgent):
         llm_only = {
             "--model": args.llm_model,
@@ -331,6 +357,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         progress=None if args.quiet else progress_bar,
         jobs=args.jobs,
         shard=args.shard,
+        remote=remote,
     )
     if args.json:
         write_json(summary.model_dump_json())
@@ -758,6 +785,7 @@ def add_commands(areas: Areas) -> None:
         "merge` joins the N finished shard folders into the folder of the run without "
         "--shard (docs/sharding.md)",
     )
+    add_executor_options(run)
     llm_run = add_llm_options(run, model_flags=CHAT_MODEL_FLAGS)
     llm_run.add_argument(
         "--llm-estimate",

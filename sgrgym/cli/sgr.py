@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sgrgym.cli.options import add_budget_options, open_world_of
+from sgrgym.cli.options import (
+    add_budget_options,
+    add_executor_options,
+    open_world_of,
+    ray_executor_of,
+)
 from sgrgym.core import defaults
 from sgrgym.core.argtypes import (
     SEED,
@@ -29,7 +35,10 @@ from sgrgym.sgr.make import (
 
 if TYPE_CHECKING:
     from sgrgym.cli.options import Areas
-    from sgrgym.sgr.registry import LLMAgentOptions
+    from sgrgym.sgr.agents import Agent
+    from sgrgym.sgr.env import SgrEnv
+    from sgrgym.sgr.make import SgrWorld
+    from sgrgym.sgr.registry import AgentSetup, LLMAgentOptions
 
 
 def _row_keys(args: argparse.Namespace) -> dict[str, list[str]] | None:
@@ -219,24 +228,51 @@ def _agent_name(text: str) -> str:
     raise argparse.ArgumentTypeError(str(AGENTS.unknown(text)))
 
 
-def cmd_sgr_run(args: argparse.Namespace) -> int:
+def _agent_setup(args: argparse.Namespace, world: SgrWorld) -> AgentSetup:
     from sgrgym.cli.agents import cli_agent_options
-    from sgrgym.core.output import progress_bar
-    from sgrgym.sgr.registry import AgentSetup, make_agent
-    from sgrgym.sgr.run import ModelAgent, run_agent
-    from sgrgym.sgr.score_table import render_report
+    from sgrgym.sgr.registry import AgentSetup
 
-    world = open_world_of(args)
-    setup = AgentSetup(
+    return AgentSetup(
         references=world.references,
         task_ids=tuple(t.task_id for t in world.tasks),
         seed=args.seed,
         steps=args.random_steps,
-        llm=lambda: _llm_options(args),
-        cli=lambda: cli_agent_options(args),
+        llm=partial(_llm_options, args),
+        cli=partial(cli_agent_options, args),
     )
+
+
+def _ray_worker(args: argparse.Namespace) -> tuple[SgrEnv, Agent]:
+    """On a Ray worker (``--executor ray``): the world and agent of ``sgr run``'s ``args``,
+    opened and made as the driver opens and makes them (the files verified on open)."""
+    from sgrgym.sgr.registry import make_agent
+    from sgrgym.sgr.run import TaskRunner
+
+    world = open_world_of(args)  # open for the worker process's life
+    agent = make_agent(args.agent, _agent_setup(args, world))
+    assert not isinstance(agent, TaskRunner)  # cli:NAME is refused before any worker starts
+    return world.env, agent
+
+
+def cmd_sgr_run(args: argparse.Namespace) -> int:
+    from sgrgym.core.errors import UserError
+    from sgrgym.core.output import progress_bar
+    from sgrgym.sgr.registry import make_agent
+    from sgrgym.sgr.run import ModelAgent, RemoteSgr, run_agent
+    from sgrgym.sgr.score_table import render_report
+
+    executor = ray_executor_of(args)
+    if executor is not None and args.agent.startswith("cli:"):
+        raise UserError(
+            f"--executor ray: --agent {args.agent} runs each task in an agent CLI process of "
+            "its own and is not run as Ray tasks; use --executor local (--jobs N for sessions "
+            "at once)"
+        )
+    world = open_world_of(args)
+    setup = _agent_setup(args, world)
     try:
         agent = make_agent(args.agent, setup)
+        remote = None if executor is None else RemoteSgr(executor, partial(_ray_worker, args))
         with world.env.snapshot:
             show = None if args.quiet else progress_bar
             report = run_agent(
@@ -247,6 +283,7 @@ def cmd_sgr_run(args: argparse.Namespace) -> int:
                 progress=show,
                 jobs=args.jobs,
                 shard=args.shard,
+                remote=remote,
             )
     finally:
         world.env.close()
@@ -679,6 +716,7 @@ def add_commands(areas: Areas) -> None:
     )
     run.add_argument("--json", action="store_true", help="print the score summary as JSON")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_executor_options(run)
     from sgrgym.cli.agents import add_cli_run_options
 
     add_cli_run_options(run)

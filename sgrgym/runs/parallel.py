@@ -4,6 +4,11 @@
 results in the items' order, so what a runner writes from them (one record per finished
 episode) does not depend on ``jobs``. After an error, or when the consumer stops early, no
 item that has not started is started.
+
+:func:`remote_map` is the same loop on a Ray cluster (``--executor ray``,
+:mod:`sgrgym.runs.ray_executor`, imported only then): each item is a Ray task running
+``work(state, item)`` on a worker process, whose ``state`` (the environment and agent) that
+process builds once with ``setup()``; results come back to the caller in the items' order.
 """
 
 from __future__ import annotations
@@ -12,8 +17,13 @@ from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from sgrgym.runs.executor import RayExecutor
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+State = TypeVar("State")
+
+__all__ = ["RayExecutor", "ordered_map", "remote_map"]
 
 
 def ordered_map(
@@ -26,3 +36,16 @@ def ordered_map(
         yield from pool.map(work, items)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def remote_map(
+    executor: RayExecutor,
+    setup: Callable[[], State],
+    work: Callable[[State, Item], Result],
+    items: Sequence[Item],
+) -> Generator[Result, None, None]:
+    """``work(setup(), item)`` for each item as Ray tasks (``setup`` once per worker process;
+    both picklable), yielded in the order of ``items``."""
+    from sgrgym.runs.ray_executor import ray_ordered_map
+
+    return ray_ordered_map(executor, setup, work, items)

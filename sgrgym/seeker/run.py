@@ -25,11 +25,11 @@ import copy
 import hashlib
 import random
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import closing
 from pathlib import Path
 from statistics import mean
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel
@@ -41,7 +41,7 @@ from sgrgym.core.shard import Shard
 from sgrgym.core.version import __version__
 from sgrgym.llm.usage import LLMTotals, add_totals
 from sgrgym.runs.folder import RunFolder, open_run_folder
-from sgrgym.runs.parallel import ordered_map
+from sgrgym.runs.parallel import RayExecutor, ordered_map, remote_map
 from sgrgym.seeker.agents import SeekerAgent
 from sgrgym.seeker.belief import Renderer
 from sgrgym.seeker.corpus import corpus_sha256
@@ -257,12 +257,39 @@ def finish_seeker(
     return summary
 
 
+WorkerState = tuple[SeekerEnv, SeekerAgent, Renderer]
+
+
+class RemoteSeeker(NamedTuple):
+    """How a run's episodes go to a Ray cluster: the ``executor`` and the ``setup`` each
+    worker process runs once to open the same env (attached to the agent, for an agent with a
+    model) and make the same agent and belief renderer (picklable; from the data home, the
+    files verified as on the driver)."""
+
+    executor: RayExecutor
+    setup: Callable[[], WorkerState]
+
+
+def remote_episode(state: WorkerState, item: tuple[int, str]) -> EpisodeRecord:
+    """One (seed, document) episode on a Ray worker, with the env, agent and renderer of its
+    ``state``."""
+    env, agent, render = state
+    return run_episode(env, agent, render, item[1], item[0])
+
+
 def _episodes(
-    env: SeekerEnv, agent: SeekerAgent, render: Renderer, todo: list[tuple[int, str]], jobs: int
+    env: SeekerEnv,
+    agent: SeekerAgent,
+    render: Renderer,
+    todo: list[tuple[int, str]],
+    jobs: int,
+    remote: RemoteSeeker | None = None,
 ) -> Generator[EpisodeRecord, None, None]:
     """The episodes of ``todo`` in order, run by ``jobs`` threads, each on its own shallow copy
     of ``env`` (the corpus, store, embedder and stop rule are shared and thread-safe; only the
-    episode state is per copy)."""
+    episode state is per copy); with ``remote``, as Ray tasks."""
+    if remote is not None:
+        return remote_map(remote.executor, remote.setup, remote_episode, todo)
     local = threading.local()
 
     def one(item: tuple[int, str]) -> EpisodeRecord:
@@ -285,9 +312,12 @@ def run_agent(
     progress: Progress | None = None,
     jobs: int = 1,
     shard: Shard | None = None,
+    remote: RemoteSeeker | None = None,
 ) -> SeekerSummary:
     """:func:`run_seeker` for any registered agent: an agent with a model runs in the env it
-    attaches to, writes its call log (a log, not a result) and is closed however the run ends."""
+    attaches to, writes its call log (a log, not a result: under ``remote``, the workers'
+    calls are in the episode records, not in the driver's log) and is closed however the run
+    ends."""
     try:
         return run_seeker(
             agent.attach(env) if isinstance(agent, RecordingAgent) else env,
@@ -300,6 +330,7 @@ def run_agent(
             progress=progress,
             jobs=jobs,
             shard=shard,
+            remote=remote,
         )
     finally:
         if isinstance(agent, RecordingAgent):
@@ -320,6 +351,7 @@ def run_seeker(
     progress: Progress | None = None,
     jobs: int = 1,
     shard: Shard | None = None,
+    remote: RemoteSeeker | None = None,
 ) -> SeekerSummary:
     """Every (document, seed) episode (of the ``shard`` of the run, if one is given); writes
     episodes.jsonl and summary.json to ``out_dir``.
@@ -327,6 +359,8 @@ def run_seeker(
     The folder is a run folder (:mod:`sgrgym.runs.folder`): card, lock, resume after the
     episodes already written, ``complete.json`` once the summary is written. A document the
     corpus does not hold, or a shard with no episode, is refused before the folder is touched.
+    With ``remote``, the episodes run as Ray tasks (:func:`sgrgym.runs.parallel.remote_map`)
+    and are written here in the same order.
     """
     for doc_id in doc_ids:  # a typo costs nothing and leaves nothing behind
         env.document(doc_id)
@@ -347,7 +381,7 @@ def run_seeker(
         ]
         done = {(e.seed, e.doc_id) for e in episodes}
         todo = [(s, d) for s, d in mine if (s, d) not in done]
-        with closing(_episodes(env, agent, render, todo, jobs)) as episodes_run:
+        with closing(_episodes(env, agent, render, todo, jobs, remote)) as episodes_run:
             for episode in episodes_run:
                 folder.append(EPISODES, episode.data())
                 episodes.append(episode)

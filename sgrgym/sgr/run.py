@@ -28,11 +28,11 @@ its own, whose card records the shard; ``sgrgym merge`` joins the finished shard
 from __future__ import annotations
 
 import queue
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -43,7 +43,7 @@ from sgrgym.core.output import Progress
 from sgrgym.core.shard import Shard
 from sgrgym.core.version import __version__
 from sgrgym.runs.folder import RunFolder, open_run_folder
-from sgrgym.runs.parallel import ordered_map
+from sgrgym.runs.parallel import RayExecutor, ordered_map, remote_map
 from sgrgym.sgr.agents import Agent
 from sgrgym.sgr.diagnostics import diagnose
 from sgrgym.sgr.env import Budget, Episode, SgrEnv, TaskObservation
@@ -226,12 +226,19 @@ def run_agent(
     progress: Progress | None = None,
     jobs: int = 1,
     shard: Shard | None = None,
+    remote: RemoteSgr | None = None,
 ) -> ScoreReport:
     """Run any registered agent on every task of ``world`` (of its ``shard``, if one is
     given) not yet answered in ``out_dir``: a task runner runs them itself; a model agent's
     settings go into the card and its log is written and its client closed however the run
-    ends. The world stays open (the caller's)."""
+    ends. The world stays open (the caller's). With ``remote``, the episodes run on a Ray
+    cluster (:func:`run_tasks`)."""
     if isinstance(agent, TaskRunner):
+        if remote is not None:
+            raise UserError(
+                f"--executor ray: {agent.name} runs its task variants itself, in processes of "
+                "its own; run it with --executor local (--jobs for sessions at once)"
+            )
         if shard is not None:
             raise UserError(
                 f"--shard: {agent.name} runs its task variants itself and cannot be sharded; "
@@ -242,13 +249,29 @@ def run_agent(
     if not isinstance(agent, ModelAgent):
         tasks = shard_tasks(world.tasks, shard)
         return run_tasks(
-            world.env, agent, tasks, out_dir, card, progress=progress, jobs=jobs, shard=shard
+            world.env,
+            agent,
+            tasks,
+            out_dir,
+            card,
+            progress=progress,
+            jobs=jobs,
+            shard=shard,
+            remote=remote,
         )
     try:
         tasks = shard_tasks(world.tasks, shard)
         card = agent.run_card(card)
         return run_tasks(
-            world.env, agent, tasks, out_dir, card, progress=progress, jobs=jobs, shard=shard
+            world.env,
+            agent,
+            tasks,
+            out_dir,
+            card,
+            progress=progress,
+            jobs=jobs,
+            shard=shard,
+            remote=remote,
         )
     finally:
         if out_dir.is_dir():
@@ -265,6 +288,24 @@ def _episode(env: SgrEnv, agent: Agent, task: ScoringTask) -> tuple[Episode, dic
     return episode, extra
 
 
+WorkerState = tuple[SgrEnv, Agent]
+
+
+class RemoteSgr(NamedTuple):
+    """How a run's episodes go to a Ray cluster: the ``executor`` and the ``setup`` each
+    worker process runs once to open the same world and make the same agent (picklable; from
+    the data home, the files verified as on the driver)."""
+
+    executor: RayExecutor
+    setup: Callable[[], WorkerState]
+
+
+def remote_episode(state: WorkerState, task: ScoringTask) -> tuple[Episode, dict[str, object]]:
+    """One episode on a Ray worker, in the environment and with the agent of its ``state``."""
+    env, agent = state
+    return _episode(env, agent, task)
+
+
 def run_tasks(
     env: SgrEnv,
     agent: Agent,
@@ -275,6 +316,7 @@ def run_tasks(
     progress: Progress | None = None,
     jobs: int = 1,
     shard: Shard | None = None,
+    remote: RemoteSgr | None = None,
 ) -> ScoreReport:
     """Run ``agent`` on every task not yet answered in ``out_dir``, then score them all
     (``tasks``: the shard's, for a ``shard`` of the run ``card``).
@@ -285,14 +327,17 @@ def run_tasks(
 
     ``jobs`` episodes run at once, each in its own environment (:meth:`SgrEnv.twin`); records
     are appended in task order, so the results files do not depend on ``jobs`` (only
-    ``timings.jsonl`` does).
+    ``timings.jsonl`` does). With ``remote``, the episodes are Ray tasks instead, each worker
+    process with its own environment and agent (``remote.setup``), their results appended by
+    this process in the same order: the same files (an agent's call log aside: the workers'
+    calls are in the trajectory records, the driver's log has none).
     """
     extra_finals = agent.final_files if isinstance(agent, ReportingAgent) else ()
     with open_run_folder(out_dir, card, finals=(SCORES, *extra_finals), shard=shard) as folder:
         done = answered(folder)
         pending = [(n, t) for n, t in enumerate(tasks, start=1) if t.task_id not in done]
         envs: queue.SimpleQueue[SgrEnv] = queue.SimpleQueue()
-        twins = [env.twin() for _ in range(min(jobs, len(pending)) - 1)]
+        twins = [env.twin() for _ in range(min(jobs, len(pending)) - 1)] if remote is None else []
         for each in (env, *twins):
             envs.put(each)
 
@@ -303,8 +348,13 @@ def run_tasks(
             finally:
                 envs.put(own)
 
+        todo = [t for _, t in pending]
         try:
-            with closing(ordered_map(job, [t for _, t in pending], jobs)) as results:
+            with closing(
+                ordered_map(job, todo, jobs)
+                if remote is None
+                else remote_map(remote.executor, remote.setup, remote_episode, todo)
+            ) as results:
                 for (number, task), (episode, extra) in zip(pending, results, strict=True):
                     score = record_episode(folder, task, env.sites, episode, extra)
                     if progress:
