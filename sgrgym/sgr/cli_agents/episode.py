@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sgrgym.core.errors import UserError
+from sgrgym.core.inputs import shorten
 from sgrgym.runs.folder import RunFolder
 from sgrgym.sgr.env import BudgetExceeded, Episode, SgrEnv
 from sgrgym.sgr.prompt import task_prompt
@@ -134,6 +134,7 @@ class LiveLog(BaseModel):
     submitted_answers: int = 0
     target_site_rank: int | None = None
     stopped: str | None = None  # the budget that ended the episode (e.g. "tool calls")
+    malformed: list[str] = []  # lines that are not the server's records ("line N: why")
 
 
 def read_live(folder: Path) -> LiveLog:
@@ -142,24 +143,39 @@ def read_live(folder: Path) -> LiveLog:
     if not path.is_file():
         return LiveLog()
     data = path.read_bytes()
-    lines = data[: data.rfind(b"\n") + 1].decode("utf-8").splitlines()
+    lines = data[: data.rfind(b"\n") + 1].decode("utf-8", "replace").splitlines()
     log = LiveLog()
     for number, line in enumerate(lines, start=1):
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise UserError(f"{path} line {number}: not JSON") from None
-        if "stopped" in record:
-            log.stopped = str(record["stopped"])
-            continue
-        log.steps.append(record["step"])
-        log.tool_calls = int(record["tool_calls"])
-        log.submitted_answers = int(record["submitted_answers"])
-        log.target_site_rank = record.get("target_site_rank")
-        if "answer" in record:
-            log.answer, log.answer_t = str(record["answer"]), float(record["t"])
+            _read_record(log, json.loads(line))
+        except (ValueError, KeyError, TypeError) as exc:  # not one of the server's records
+            log.malformed.append(f"line {number}: {shorten(f'{type(exc).__name__}: {exc}', 120)}")
     return log
 
 
+def _read_record(log: LiveLog, record: Any) -> None:
+    """Add one record of the live log to ``log`` (a record of another shape raises)."""
+    if "stopped" in record:
+        log.stopped = str(record["stopped"])
+        return
+    step = record["step"]
+    if not isinstance(step, dict):
+        raise TypeError(f"step is {type(step).__name__}, not an object")
+    tool_calls, submitted = int(record["tool_calls"]), int(record["submitted_answers"])
+    answer = (str(record["answer"]), float(record["t"])) if "answer" in record else None
+    log.steps.append(step)
+    log.tool_calls, log.submitted_answers = tool_calls, submitted
+    log.target_site_rank = record.get("target_site_rank")
+    if answer is not None:
+        log.answer, log.answer_t = answer
+
+
 def trajectory_of(log: LiveLog) -> list[TrajectoryStep]:
-    return [TrajectoryStep(**step) for step in log.steps]
+    """The trajectory of the live log's steps (a step of another shape is noted as malformed)."""
+    steps = []
+    for number, step in enumerate(log.steps, start=1):
+        try:
+            steps.append(TrajectoryStep(**step))
+        except TypeError as exc:
+            log.malformed.append(f"step {number}: {shorten(str(exc), 120)}")
+    return steps

@@ -113,6 +113,11 @@ def _strings(value: Any) -> list[str]:
 
 
 def _check_placeholders(profile: Profile, where: str) -> None:
+    if any("{api_key}" in a for a in profile.argv):
+        raise UserError(
+            f"{where}: argv holds {{api_key}}: a command line is visible to every local user; "
+            "pass the key in env (or a file under {home})"
+        )
     everything = _strings(profile.model_dump(exclude={"notes", "about", "install"}))
     for text in everything:
         for name in _PLACEHOLDER.findall(text):

@@ -49,6 +49,8 @@ from .profiles import Profile, fill, write_files
 from .transcripts import Transcript, parse_events
 
 KILL_GRACE_S = 5.0
+OUTPUT_CAP = 16 << 20  # bytes of a session's stdout kept (file and transcript)
+_READ = 1 << 20  # at most this much of a line is read at once (a line without end is bounded)
 
 
 class CliRunCard(RunCard):
@@ -128,10 +130,13 @@ def mcp_arguments(settings: CliSettings, task: ScoringTask, mcp_dir: Path) -> li
 
 
 class _Lines:
-    """The CLI's stdout, read as it comes: kept in a file, each line with the time it came."""
+    """The CLI's stdout, read as it comes: kept in a file, each line with the time it came;
+    past :data:`OUTPUT_CAP` bytes the rest is read and dropped (``cut`` says how much)."""
 
     def __init__(self, stream: IO[bytes], copy: Path, started: float) -> None:
         self.lines: list[tuple[float | None, str]] = []
+        self.kept = 0
+        self.cut = 0
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._read, args=(stream, copy, started))
         self._thread.daemon = True
@@ -139,7 +144,11 @@ class _Lines:
 
     def _read(self, stream: IO[bytes], copy: Path, started: float) -> None:
         with copy.open("wb") as out:
-            for raw in stream:
+            for raw in iter(lambda: stream.readline(_READ), b""):
+                if self.kept + len(raw) > OUTPUT_CAP:
+                    self.cut += len(raw)  # a session's output is bounded, however much it prints
+                    continue
+                self.kept += len(raw)
                 out.write(raw)
                 out.flush()
                 with self._lock:
@@ -249,6 +258,12 @@ def run_session(settings: CliSettings, task: ScoringTask, prompt: str, folder: P
     else:
         ended_by = reason
     error = "" if proc.returncode == 0 or reason != "exited" else f"exit status {proc.returncode}"
+    trajectory = trajectory_of(log)
+    if log.malformed:  # lines the server did not write: the session touched its log
+        ended_by = "agent error"
+        error = "; ".join(filter(None, [error, f"malformed live log: {log.malformed[0]}"]))
+    if lines.cut:
+        error = "; ".join(filter(None, [error, f"output cut at {OUTPUT_CAP} bytes"]))
     episode = Episode(
         task_id=task.task_id,
         answer=seen.answer,
@@ -258,7 +273,7 @@ def run_session(settings: CliSettings, task: ScoringTask, prompt: str, folder: P
         tool_calls=log.tool_calls,
         submitted_answers=log.submitted_answers,
         target_site_rank=log.target_site_rank,
-        trajectory=trajectory_of(log),
+        trajectory=trajectory,
         wall_s=wall_s,
     )
     ours = [c for c in transcript.calls if c.ours]

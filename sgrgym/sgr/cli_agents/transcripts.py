@@ -60,6 +60,19 @@ def _our_name(name: str, prefix: str) -> str | None:
     return name[len(prefix) :] if name.startswith(prefix) else None
 
 
+def _arguments(value: Any) -> dict[str, Any]:
+    """A tool call's arguments as an object, whatever the CLI wrote (a JSON text, a list, a
+    number): an argument list that is not an object is kept whole under ``raw``."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return {"raw": value}
+    if value is None:
+        return {}
+    return dict(value) if isinstance(value, dict) else {"raw": value}
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -84,7 +97,7 @@ def _stream_json(events: list[tuple[float | None, dict[str, Any]]], prefix: str)
                     ours = _our_name(name, prefix)
                     call = TranscriptCall(
                         ours or name,
-                        dict(part.get("input") or {}),
+                        _arguments(part.get("input")),
                         ours is not None,
                         t=t,
                         call_id=str(part.get("id", "")),
@@ -117,12 +130,7 @@ def _codex_json(events: list[tuple[float | None, dict[str, Any]]], prefix: str) 
             message = str(item.get("text", ""))
         elif kind == "mcp_tool_call":
             server, tool = str(item.get("server", "")), str(item.get("tool", ""))
-            arguments = item.get("arguments")
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError:
-                    arguments = {"raw": arguments}
+            arguments = _arguments(item.get("arguments"))
             result = item.get("result")
             text = ""
             if isinstance(result, dict):
@@ -130,7 +138,7 @@ def _codex_json(events: list[tuple[float | None, dict[str, Any]]], prefix: str) 
             out.calls.append(
                 TranscriptCall(
                     tool,
-                    dict(arguments or {}),
+                    arguments,
                     server == SERVER,
                     t=t,
                     is_error=item.get("status") == "failed" or bool(item.get("error")),
