@@ -224,3 +224,33 @@ def test_runner_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
         "no SGR agent 'robot'; SGR agents: cli:NAME, default, explore, llm, oracle, random, "
         "search-only" in capsys.readouterr().err
     )
+
+
+LEAVER = """
+import os, signal, subprocess, sys, time
+marker = sys.argv[1]
+# what a session may leave: a setsid child, a child that ignores SIGTERM, a background child
+subprocess.Popen(["setsid", "sleep", "300", marker])
+subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)", marker])
+subprocess.Popen(["sh", "-c", f"sleep 300 {marker} &"])
+time.sleep(0.5)
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print(len(pids), os.getppid() in pids, os.path.exists(f"/proc/{os.getppid()}/ns/net"))
+"""
+
+
+def test_a_session_sees_no_host_process_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    try:
+        Egress.check()
+    except UserError as exc:
+        pytest.skip(f"no egress sandbox here: {exc}")
+    marker = f"sgrgym-leftover-{tmp_path.name}"
+    with Egress([]) as egress:
+        argv = egress.wrap([sys.executable, "-c", LEAVER, marker])
+        result = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    seen, parent_seen, _ = result.stdout.split()
+    assert int(seen) < 12  # the session's own few processes, not the host's
+    assert parent_seen == "True"  # its parent is the namespace's first process, not a host one
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    assert left.stdout.strip() == "", f"processes outlived the session: {left.stdout}"

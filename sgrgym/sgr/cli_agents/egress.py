@@ -1,7 +1,11 @@
 """The egress sandbox: an agent CLI may reach only the model endpoints the user names.
 
-Each session runs in its own network namespace and mount namespace (``unshare --net --mount``,
-needs root): the namespace has only a loopback interface, so every connection to any other
+Each session runs in its own network, mount, PID, IPC and UTS namespaces (``unshare --net
+--mount --pid --fork --mount-proc --ipc --uts``, needs root). The in-namespace half is the PID
+namespace's first process: when it ends (the CLI exited, or the runner stopped it), the kernel
+kills every process left in the session, ``setsid`` and SIGTERM-ignoring ones included, and the
+session's ``/proc`` shows its own processes only (no host process to signal or enter). The
+network namespace has only a loopback interface, so every connection to any other
 address fails (no route), and names do not resolve (no DNS server is reachable). For each
 allowed ``HOST:PORT`` a relay inside the namespace listens on ``HOST``'s address there (a
 name gets its own loopback address, 127.0.1.N, through a hosts file mounted over
@@ -136,7 +140,20 @@ class Egress:
         for (host, port), path in self.sockets.items():
             forwards += ["--forward", f"{host}:{port}={path}"]
         inner = [sys.executable, "-m", "sgrgym.sgr.cli_agents.egress", *forwards, "--", *argv]
-        return ["unshare", "--net", "--mount", "--propagation", "private", "--", *inner]
+        return [
+            "unshare",
+            "--net",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            "--ipc",
+            "--uts",
+            "--propagation",
+            "private",
+            "--",
+            *inner,
+        ]
 
 
 def _is_ip(host: str) -> bool:
