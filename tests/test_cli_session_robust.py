@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -86,3 +89,34 @@ def test_a_profile_may_not_put_the_api_key_on_the_command_line(tmp_path: Path) -
         load_profile(str(leaky))
     for name in ("qwen-code", "codex", "claude-code"):
         load_profile(name)  # the shipped profiles pass
+
+
+TICKING = """
+import json, sys, time
+for n in range(int(sys.argv[1])):
+    print(json.dumps({"type": "system", "n": n}), flush=True)  # trace events, no tool call
+    time.sleep(0.2)
+"""
+
+
+@pytest.mark.parametrize(("events", "ended"), [(12, "exited"), (0, "budget: stall")])
+def test_a_stall_is_no_progress_in_the_trace(tmp_path: Path, events: int, ended: str) -> None:
+    """A CLI that keeps printing events (thinking, no tool call) is not stalled; a silent one
+    is, after stall_s."""
+    from sgrgym.sgr.env import Budget
+
+    profile, _ = load_profile("qwen-code")
+    settings = SimpleNamespace(
+        budget=Budget(max_wall_s=30, stall_s=0.8), poll_s=0.1, profile=profile
+    )
+    code = TICKING if events else "import time; time.sleep(5)"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(events)], stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert proc.stdout is not None
+    started = time.monotonic()
+    lines = runner._Lines(proc.stdout, tmp_path / "cli.stdout", started)
+    (tmp_path / "mcp").mkdir()
+    _, reason = runner._watch(settings, proc, lines, tmp_path / "mcp", started)  # type: ignore[arg-type]
+    proc.wait(10)
+    assert reason == ended

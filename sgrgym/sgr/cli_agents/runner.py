@@ -117,8 +117,10 @@ def mcp_arguments(settings: CliSettings, task: ScoringTask, mcp_dir: Path) -> li
         settings.current_date,
         "--max-wall-s",
         f"{budget.max_wall_s:g}",
+        # A stall is no progress in the CLI's trace (appendix C), which only the runner sees:
+        # the server's own stall clock (tool calls) never fires before the wall.
         "--stall-s",
-        f"{budget.stall_s:g}",
+        f"{budget.max_wall_s:g}",
     ]
     if budget.max_tool_calls is not None:
         args += ["--max-tool-calls", str(budget.max_tool_calls)]
@@ -296,7 +298,7 @@ def _watch(
     """Poll until the CLI exits or a budget is spent; (answers seen, exit reason)."""
     budget = settings.budget
     seen = _Seen()
-    steps, last_progress = 0, started
+    progress, last_progress = (0, 0), started
     while True:
         try:
             proc.wait(settings.poll_s)
@@ -305,9 +307,12 @@ def _watch(
             pass
         now = time.monotonic()
         log = read_live(mcp_dir)
-        if len(log.steps) != steps:
-            steps, last_progress = len(log.steps), now
-        seen.observe(log, parse_events(lines.snapshot(), settings.profile.transcript_format))
+        trace = lines.snapshot()
+        # Progress is any new event in the CLI's trace or any new step of the episode.
+        events = sum(1 for _, line in trace if line.lstrip().startswith("{"))
+        if (len(log.steps), events) != progress:
+            progress, last_progress = (len(log.steps), events), now
+        seen.observe(log, parse_events(trace, settings.profile.transcript_format))
         if log.stopped is not None:  # the episode refused a call: e.g. over --max-tool-calls
             _stop(proc)
             return seen, f"budget: {log.stopped}"
