@@ -246,22 +246,11 @@ def run_agent(
             )
         return agent.run_world(world, out_dir, progress=progress, jobs=jobs)
     card = run_card(world.env, agent, seed, world.files, world.selection)
-    if not isinstance(agent, ModelAgent):
-        tasks = shard_tasks(world.tasks, shard)
-        return run_tasks(
-            world.env,
-            agent,
-            tasks,
-            out_dir,
-            card,
-            progress=progress,
-            jobs=jobs,
-            shard=shard,
-            remote=remote,
-        )
+    model = agent if isinstance(agent, ModelAgent) else None
     try:
         tasks = shard_tasks(world.tasks, shard)
-        card = agent.run_card(card)
+        if model is not None:
+            card = model.run_card(card)
         return run_tasks(
             world.env,
             agent,
@@ -274,9 +263,10 @@ def run_agent(
             remote=remote,
         )
     finally:
-        if out_dir.is_dir():
-            agent.write_log(out_dir)
-        agent.close()
+        if model is not None:
+            if out_dir.is_dir():
+                model.write_log(out_dir)
+            model.close()
 
 
 def _episode(env: SgrEnv, agent: Agent, task: ScoringTask) -> tuple[Episode, dict[str, object]]:
