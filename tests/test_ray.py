@@ -20,9 +20,10 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray", reason="Ray is not installed (the `ray` extra)")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
+from run_files import folder_files, run_ok  # noqa: E402
+
 from sgrgym.cli import main  # noqa: E402
 from sgrgym.runs.parallel import RayExecutor, remote_map  # noqa: E402
-from sgrgym.suite.layout import VOLATILE  # noqa: E402
 
 DOCS = ["howto/auth-remote-user", "ref/models/fields"]
 SGR_ORACLE = ["sgr", "run", "--agent", "oracle", "--limit", "6", "--quiet", "--json"]
@@ -48,31 +49,16 @@ def cluster() -> Iterator[str]:
         made.shutdown()
 
 
-def _results(out: Path) -> dict[str, bytes]:
-    """Every file of the folder but its lock, the volatile ones (timings) by name only."""
-    found = {}
-    for p in sorted(out.rglob("*")):
-        if not p.is_file() or p.name == ".lock":
-            continue
-        rel = p.relative_to(out).as_posix()
-        found[rel] = b"(volatile)" if p.name in VOLATILE else p.read_bytes()
-    return found
-
-
-def _run(argv: list[str], out: Path, *extra: str) -> None:
-    assert main([*argv, "--out", str(out), *extra]) == 0
-
-
 def test_sgr_run_on_ray_writes_the_files_of_one_job(cluster: str, tmp_path: Path) -> None:
-    _run(SGR_ORACLE, tmp_path / "local", "--jobs", "1")
-    _run(SGR_ORACLE, tmp_path / "ray", "--executor", "ray", "--address", cluster)
-    assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+    run_ok(SGR_ORACLE, tmp_path / "local", "--jobs", "1")
+    run_ok(SGR_ORACLE, tmp_path / "ray", "--executor", "ray", "--address", cluster)
+    assert folder_files(tmp_path / "ray") == folder_files(tmp_path / "local")
 
 
 def test_a_resumed_ray_run_keeps_the_records_written(cluster: str, tmp_path: Path) -> None:
     """A driver killed after two episodes: the folder has their records and no end marker; the
     Ray run resumes from them to the files of an uninterrupted run."""
-    _run(SGR_ORACLE, tmp_path / "local", "--jobs", "1")
+    run_ok(SGR_ORACLE, tmp_path / "local", "--jobs", "1")
     resumed = tmp_path / "resumed"
     shutil.copytree(tmp_path / "local", resumed)
     for name in ("complete.json", "scores.json"):
@@ -80,14 +66,14 @@ def test_a_resumed_ray_run_keeps_the_records_written(cluster: str, tmp_path: Pat
     for name in ("answers.jsonl", "trajectories.jsonl", "timings.jsonl"):
         lines = (resumed / name).read_text().splitlines(keepends=True)
         (resumed / name).write_text("".join(lines[:2]))
-    _run(SGR_ORACLE, resumed, "--executor", "ray", "--address", cluster)
-    assert _results(resumed) == _results(tmp_path / "local")
+    run_ok(SGR_ORACLE, resumed, "--executor", "ray", "--address", cluster)
+    assert folder_files(resumed) == folder_files(tmp_path / "local")
 
 
 def test_seeker_run_on_ray_writes_the_files_of_one_job(cluster: str, tmp_path: Path) -> None:
-    _run(SEEKER, tmp_path / "local", "--jobs", "1")
-    _run(SEEKER, tmp_path / "ray", "--executor", "ray", "--address", cluster, "--jobs", "2")
-    assert _results(tmp_path / "ray") == _results(tmp_path / "local")
+    run_ok(SEEKER, tmp_path / "local", "--jobs", "1")
+    run_ok(SEEKER, tmp_path / "ray", "--executor", "ray", "--address", cluster, "--jobs", "2")
+    assert folder_files(tmp_path / "ray") == folder_files(tmp_path / "local")
 
 
 def _die_once(marker: str, item: int) -> int:

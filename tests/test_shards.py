@@ -10,11 +10,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from run_files import folder_files, run_ok
 
 from sgrgym.cli import main
 from sgrgym.core.shard import Shard
 from sgrgym.runs.folder import COMPLETE
-from sgrgym.suite.layout import VOLATILE
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ["howto/auth-remote-user", "ref/models/fields", "topics/db/queries"]
@@ -29,22 +29,6 @@ SEEKER = [
 ]
 
 
-def _results(out: Path) -> dict[str, bytes]:
-    """Every file of the folder but its lock and the wall-clock and call-log files (whose
-    names must be there all the same), as tests/test_run_main.py compares run folders."""
-    found = {}
-    for p in sorted(out.rglob("*")):
-        if not p.is_file() or p.name == ".lock":
-            continue
-        rel = p.relative_to(out).as_posix()
-        found[rel] = b"(volatile)" if p.name in VOLATILE else p.read_bytes()
-    return found
-
-
-def _run(argv: list[str], out: Path, *extra: str) -> None:
-    assert main([*argv, "--out", str(out), *extra]) == 0
-
-
 def _shards(argv: list[str], root: Path, count: int, *, jobs_on: int = 0) -> list[Path]:
     """The ``count`` shard folders of ``argv``, each run to the end (shard ``jobs_on`` with
     --jobs 2)."""
@@ -52,7 +36,7 @@ def _shards(argv: list[str], root: Path, count: int, *, jobs_on: int = 0) -> lis
     for index in range(1, count + 1):
         out = root / f"shard{index}of{count}"
         jobs = ["--jobs", "2"] if index == jobs_on else []
-        _run(argv, out, "--shard", f"{index}/{count}", *jobs)
+        run_ok(argv, out, "--shard", f"{index}/{count}", *jobs)
         folders.append(out)
     return folders
 
@@ -63,11 +47,11 @@ def _merge(shards: list[Path], out: Path) -> int:
 
 def _assert_same_as_single(argv: list[str], tmp_path: Path, count: int, jobs_on: int = 0) -> None:
     single = tmp_path / "single"
-    _run(argv, single)
+    run_ok(argv, single)
     shards = _shards(argv, tmp_path, count, jobs_on=jobs_on)
     merged = tmp_path / "merged"
     assert _merge(list(reversed(shards)), merged) == 0  # any order of the folders
-    assert _results(merged) == _results(single)
+    assert folder_files(merged) == folder_files(single)
     assert (merged / COMPLETE).read_bytes() == (single / COMPLETE).read_bytes()
     assert main(["verify-run", str(merged)]) == 0
 
@@ -127,7 +111,7 @@ def test_llm_agents_in_shards_merge_to_the_single_run(tmp_path: Path) -> None:
             assert main([*argv, "--shard", f"{index}/2"]) == 0
             shards.append(out)
         assert _merge(shards, root / "merged") == 0
-        assert _results(root / "merged") == _results(root / "single")
+        assert folder_files(root / "merged") == folder_files(root / "single")
         log = json.loads((root / "merged" / "llm_run.json").read_text("utf-8"))
         assert log == json.loads((root / "single" / "llm_run.json").read_text("utf-8"))
 
@@ -147,24 +131,24 @@ def _killed(folder: Path, records: str, finals: tuple[str, ...]) -> None:
 
 def test_a_killed_sgr_shard_resumes_and_merges_to_the_single_run(tmp_path: Path) -> None:
     single = tmp_path / "single"
-    _run(SGR_RANDOM, single)
+    run_ok(SGR_RANDOM, single)
     shards = _shards(SGR_RANDOM, tmp_path, 2)
     _killed(shards[0], "answers.jsonl", ("scores.json",))
     assert _merge(shards, tmp_path / "merged") == 2  # unfinished: refused
     assert not (tmp_path / "merged").exists()
-    _run(SGR_RANDOM, shards[0], "--shard", "1/2")  # the same command resumes it
+    run_ok(SGR_RANDOM, shards[0], "--shard", "1/2")  # the same command resumes it
     assert _merge(shards, tmp_path / "merged") == 0
-    assert _results(tmp_path / "merged") == _results(single)
+    assert folder_files(tmp_path / "merged") == folder_files(single)
 
 
 def test_a_killed_seeker_shard_resumes_and_merges_to_the_single_run(tmp_path: Path) -> None:
     single = tmp_path / "single"
-    _run(SEEKER, single)
+    run_ok(SEEKER, single)
     shards = _shards(SEEKER, tmp_path, 2)
     _killed(shards[1], "episodes.jsonl", ("summary.json",))
-    _run(SEEKER, shards[1], "--shard", "2/2", "--jobs", "2")
+    run_ok(SEEKER, shards[1], "--shard", "2/2", "--jobs", "2")
     assert _merge(shards, tmp_path / "merged") == 0
-    assert _results(tmp_path / "merged") == _results(single)
+    assert folder_files(tmp_path / "merged") == folder_files(single)
 
 
 # --------------------------------------------------------------------------- refusals
@@ -207,7 +191,7 @@ def test_a_missing_repeated_or_foreign_shard_is_refused(
     # another run: another horizon
     other = [*SEEKER[:5], "2", *SEEKER[6:8], "--docs", *DOCS[:2], "--quiet"]
     foreign = tmp_path / "foreign"
-    _run(other, foreign, "--shard", "2/3")
+    run_ok(other, foreign, "--shard", "2/3")
     _refused([one, foreign, three], out, capsys, str(foreign), "another run", "steps")
     # the same run in another environment (another package version)
     moved = _copy(two, tmp_path / "moved")
@@ -220,7 +204,7 @@ def test_a_missing_repeated_or_foreign_shard_is_refused(
     _refused([one, halves[1], three], out, capsys, str(halves[1]), "split in 2")
     # an sgr shard among seeker shards
     sgr = tmp_path / "sgr"
-    _run(SGR_ORACLE, sgr, "--shard", "2/3")
+    run_ok(SGR_ORACLE, sgr, "--shard", "2/3")
     _refused([one, sgr, three], out, capsys, str(sgr), "another run")
 
 
@@ -237,7 +221,7 @@ def test_an_unfinished_changed_or_unsharded_folder_is_refused(
         f.write("{}\n")
     _refused([one, changed, three], out, capsys, str(changed), "changed since")
     single = tmp_path / "single"
-    _run([*SEEKER[:8], "--docs", *DOCS[:2], "--quiet"], single)
+    run_ok([*SEEKER[:8], "--docs", *DOCS[:2], "--quiet"], single)
     _refused([one, single, three], out, capsys, str(single), "not a shard")
     _refused([one, tmp_path / "nothing", three], out, capsys, "nothing", "not a run folder")
 
@@ -285,23 +269,23 @@ def test_the_card_records_the_shard_and_a_rerun_with_another_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "shard"
-    _run(SGR_ORACLE, out, "--shard", "2/3")
+    run_ok(SGR_ORACLE, out, "--shard", "2/3")
     card = json.loads((out / "run.json").read_text("utf-8"))
     assert card["shard"] == {"index": 2, "count": 3}
     assert list(card)[-2:] == ["shard", "environment"]
     answered = [json.loads(line)["task_id"] for line in (out / "answers.jsonl").open()]
     single = tmp_path / "single"
-    _run(SGR_ORACLE, single)
+    run_ok(SGR_ORACLE, single)
     assert "shard" not in json.loads((single / "run.json").read_text("utf-8"))
     every = [json.loads(line)["task_id"] for line in (single / "answers.jsonl").open()]
     assert answered == every[1::3]
     capsys.readouterr()
-    before = _results(out)
+    before = folder_files(out)
     for argv in ([*SGR_ORACLE, "--shard", "1/3"], [*SGR_ORACLE, "--shard", "2/4"], SGR_ORACLE):
         assert main([*argv, "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert "holds another run" in err and "shard" in err
-    assert _results(out) == before
+    assert folder_files(out) == before
     assert main(["sgr", "compare", str(out)]) == 2  # one shard is not a run to rank
     assert "sgrgym merge" in capsys.readouterr().err
 
